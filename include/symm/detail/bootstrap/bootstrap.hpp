@@ -1,0 +1,308 @@
+// symm/detail/bootstrap/bootstrap.hpp: how the PEs of a job find each other and exchange what the backends need.
+//
+// A star over a Unix socket: PE 0 listens on <job_dir>/boot.sock, every other PE connects and presents the job's
+// token. Each message carries a sequence number and a step tag, so PEs that call the collective steps in different
+// orders get an error naming both steps instead of exchanging the wrong data. Every wait has a deadline and the
+// timeout message names the PEs that never came. Used at init and finalize only; barriers in between go through
+// shared memory (control_segment).
+#pragma once
+
+#include <symm/detail/bootstrap/socket.hpp>
+#include <symm/detail/env.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+SYMM_BEGIN_NAMESPACE
+namespace detail {
+
+enum class boot_step : std::uint32_t { hello = 1, welcome, refused, allgather, fd, barrier };
+
+inline const char* to_string(boot_step s) {
+  switch (s) {
+    case boot_step::hello: return "hello";
+    case boot_step::welcome: return "welcome";
+    case boot_step::refused: return "refused";
+    case boot_step::allgather: return "allgather";
+    case boot_step::fd: return "fd exchange";
+    case boot_step::barrier: return "barrier";
+  }
+  return "?";
+}
+
+struct boot_header {
+  std::uint32_t magic = 0x4d4d5953; // "SYMM"
+  std::uint32_t seq = 0;
+  boot_step step{};
+  std::int32_t pe = -1;
+  std::uint64_t length = 0;
+};
+
+//! Creates `dir` with mode 0700 when missing; refuses one that another user owns or others can enter.
+inline void ensure_private_dir(const std::string& dir) {
+  auto slash = dir.find_last_of('/');
+  if (slash != std::string::npos && slash > 0) {
+    std::string parent = dir.substr(0, slash);
+    if (::access(parent.c_str(), F_OK) != 0) ensure_private_dir(parent);
+  }
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    SYMM_THROW(errc::bootstrap, "cannot create the job directory {}: {}", dir, std::strerror(errno));
+  }
+  struct stat st{};
+  SYMM_TRY_SYS(::lstat(dir.c_str(), &st));
+  if (!S_ISDIR(st.st_mode) || st.st_uid != ::getuid() || (st.st_mode & 077) != 0) {
+    SYMM_THROW(errc::bootstrap, "job directory {} must be a directory owned by uid {} with mode 0700 (found uid {}, "
+               "mode {:o}); refusing to rendezvous there", dir, ::getuid(), st.st_uid, st.st_mode & 07777);
+  }
+}
+
+class bootstrap {
+public:
+  //! Joins the job described by `job`; returns when all PEs are connected. Throws on timeout, naming missing PEs.
+  bootstrap(const job_info& job, std::chrono::milliseconds timeout)
+      : pe_(job.pe), n_pes_(job.n_pes), timeout_(timeout), socket_path_(job.job_dir + "/boot.sock") {
+    if (n_pes_ == 1) return;
+    auto deadline = deadline_clock::now() + timeout_;
+    if (pe_ == 0) listen_and_accept(job, deadline);
+    else connect_to_root(job, deadline);
+  }
+
+  bootstrap(const bootstrap&) = delete;
+  bootstrap& operator=(const bootstrap&) = delete;
+  ~bootstrap() {
+    if (pe_ == 0 && listener_) ::unlink(socket_path_.c_str());
+  }
+
+  [[nodiscard]] int pe() const noexcept { return pe_; }
+  [[nodiscard]] int n_pes() const noexcept { return n_pes_; }
+
+  //! Every PE contributes `mine` (same length everywhere); every PE gets all contributions in PE order.
+  std::vector<std::byte> allgather(std::span<const std::byte> mine) {
+    std::vector<std::byte> all(mine.size() * static_cast<std::size_t>(n_pes_));
+    std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(mine.size()) * pe_);
+    if (n_pes_ == 1) return all;
+    auto deadline = next_deadline();
+    ++seq_;
+    if (pe_ == 0) {
+      for (int p = 1; p < n_pes_; ++p) {
+        receive(p, boot_step::allgather, std::span(all).subspan(mine.size() * p, mine.size()), deadline);
+      }
+      for (int p = 1; p < n_pes_; ++p) transmit(p, boot_step::allgather, all, deadline);
+    } else {
+      transmit(0, boot_step::allgather, mine, deadline);
+      receive(0, boot_step::allgather, all, deadline);
+    }
+    return all;
+  }
+
+  template <class T> std::vector<T> allgather_value(const T& mine) {
+    static_assert(std::is_trivially_copyable_v<T>, "bootstrap values travel as bytes");
+    auto bytes = allgather(std::as_bytes(std::span(&mine, 1)));
+    std::vector<T> out(static_cast<std::size_t>(n_pes_));
+    std::memcpy(out.data(), bytes.data(), bytes.size());
+    return out;
+  }
+
+  //! Every PE contributes one descriptor; every PE receives all of them (its own duplicated) in PE order.
+  std::vector<unique_fd> allgather_fd(int mine) {
+    std::vector<unique_fd> all(static_cast<std::size_t>(n_pes_));
+    all[static_cast<std::size_t>(pe_)].reset(SYMM_TRY_SYS(::fcntl(mine, F_DUPFD_CLOEXEC, 0)));
+    if (n_pes_ == 1) return all;
+    auto deadline = next_deadline();
+    ++seq_;
+    if (pe_ == 0) {
+      for (int p = 1; p < n_pes_; ++p) {
+        expect_header(p, boot_step::fd, deadline);
+        check_io(recv_fd(peers_[p].get(), all[static_cast<std::size_t>(p)], deadline), p, boot_step::fd);
+      }
+      for (int p = 1; p < n_pes_; ++p) {
+        send_header(p, boot_step::fd, 0, deadline);
+        for (int q = 0; q < n_pes_; ++q) {
+          if (q != p) check_io(send_fd(peers_[p].get(), all[static_cast<std::size_t>(q)].get(), deadline), p,
+                               boot_step::fd);
+        }
+      }
+    } else {
+      send_header(0, boot_step::fd, 0, deadline);
+      check_io(send_fd(peers_[0].get(), mine, deadline), 0, boot_step::fd);
+      expect_header(0, boot_step::fd, deadline);
+      for (int q = 0; q < n_pes_; ++q) {
+        if (q != pe_) check_io(recv_fd(peers_[0].get(), all[static_cast<std::size_t>(q)], deadline), 0, boot_step::fd);
+      }
+    }
+    return all;
+  }
+
+  //! A barrier over the sockets: for init and finalize, when no shared memory exists yet or any longer.
+  void barrier() {
+    std::byte none{};
+    (void)allgather(std::span(&none, 1));
+  }
+
+private:
+  deadline_clock::time_point next_deadline() const { return deadline_clock::now() + timeout_; }
+
+  void listen_and_accept(const job_info& job, deadline_clock::time_point deadline) {
+    ensure_private_dir(job.job_dir);
+    ::unlink(socket_path_.c_str()); // a stale socket of an earlier job with the same directory
+    listener_.reset(SYMM_TRY_SYS(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)));
+    sockaddr_un addr = unix_address(socket_path_);
+    SYMM_TRY_SYS(::bind(listener_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)));
+    SYMM_TRY_SYS(::chmod(socket_path_.c_str(), 0600));
+    SYMM_TRY_SYS(::listen(listener_.get(), 4096));
+    peers_.resize(static_cast<std::size_t>(n_pes_));
+    int joined = 1;
+    while (joined < n_pes_) {
+      if (!poll_until(listener_.get(), POLLIN, deadline)) {
+        std::string missing;
+        for (int p = 1; p < n_pes_; ++p) {
+          if (!peers_[p]) missing += fmt::format("{}{}", missing.empty() ? "" : ", ", p);
+        }
+        SYMM_THROW(errc::timeout, "PE 0 waited {} ms at {} for all {} PEs to join; these never came: PE {}. Were they "
+                   "started with the same job ({} variables)?", timeout_.count(), socket_path_, n_pes_, missing,
+                   job.source);
+      }
+      unique_fd conn(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (!conn) continue;
+      struct hello_body {
+        std::int32_t pe, n_pes;
+        char token[64];
+      } hello{};
+      boot_header h{};
+      if (recv_all(conn.get(), std::as_writable_bytes(std::span(&h, 1)), deadline) != io_status::ok ||
+          h.magic != boot_header{}.magic || h.step != boot_step::hello || h.length != sizeof(hello) ||
+          recv_all(conn.get(), std::as_writable_bytes(std::span(&hello, 1)), deadline) != io_status::ok) {
+        continue; // not one of ours, or gone: keep waiting for the real PEs
+      }
+      std::string_view reason;
+      if (!token_matches(job.token, hello.token)) reason = "wrong job token";
+      else if (hello.n_pes != n_pes_) reason = "different job size";
+      else if (hello.pe <= 0 || hello.pe >= n_pes_) reason = "PE number out of range";
+      else if (peers_[hello.pe]) reason = "PE number already joined";
+      if (!reason.empty()) {
+        std::string text = fmt::format("PE 0 refused PE {} (job size {}): {}; PE 0's job has {} PEs", hello.pe,
+                                       hello.n_pes, reason, n_pes_);
+        boot_header r{.seq = 0, .step = boot_step::refused, .pe = 0, .length = text.size()};
+        (void)send_all(conn.get(), std::as_bytes(std::span(&r, 1)), deadline);
+        (void)send_all(conn.get(), std::as_bytes(std::span(text.data(), text.size())), deadline);
+        continue;
+      }
+      peers_[hello.pe] = std::move(conn);
+      ++joined;
+    }
+    for (int p = 1; p < n_pes_; ++p) send_header(p, boot_step::welcome, 0, deadline);
+  }
+
+  void connect_to_root(const job_info& job, deadline_clock::time_point deadline) {
+    peers_.resize(1);
+    sockaddr_un addr = unix_address(socket_path_);
+    auto pause = std::chrono::microseconds(200);
+    for (;;) {
+      unique_fd s(SYMM_TRY_SYS(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)));
+      if (::connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+        peers_[0] = std::move(s);
+        break;
+      }
+      if (errno != ENOENT && errno != ECONNREFUSED && errno != EAGAIN && errno != EINTR) {
+        SYMM_THROW(errc::bootstrap, "PE {} cannot connect to {}: {}", pe_, socket_path_, std::strerror(errno));
+      }
+      if (deadline_clock::now() > deadline) {
+        SYMM_THROW(errc::timeout, "PE {} waited {} ms for PE 0's rendezvous socket {}; PE 0 never listened there. "
+                   "Was PE 0 started, with the same job ({})?", pe_, timeout_.count(), socket_path_, job.source);
+      }
+      // Start-up only: PE 0 may not have bound its socket yet.
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(20000));
+    }
+    struct hello_body {
+      std::int32_t pe, n_pes;
+      char token[64];
+    } hello{pe_, n_pes_, {}};
+    std::memcpy(hello.token, job.token.data(), std::min(job.token.size(), sizeof(hello.token) - 1));
+    send_header(0, boot_step::hello, sizeof(hello), deadline);
+    check_io(send_all(peers_[0].get(), std::as_bytes(std::span(&hello, 1)), deadline), 0, boot_step::hello);
+    boot_header h{};
+    check_io(recv_all(peers_[0].get(), std::as_writable_bytes(std::span(&h, 1)), deadline), 0, boot_step::welcome);
+    if (h.step == boot_step::refused) {
+      std::string text(h.length, '\0');
+      (void)recv_all(peers_[0].get(), std::as_writable_bytes(std::span(text.data(), text.size())), deadline);
+      SYMM_THROW(errc::bootstrap, "PE {} was refused by the job at {}: {}", pe_, socket_path_, text);
+    }
+    if (h.step != boot_step::welcome) {
+      SYMM_THROW(errc::bootstrap, "PE {} expected a welcome from PE 0, got step '{}'", pe_, to_string(h.step));
+    }
+  }
+
+  static bool token_matches(const std::string& expected, const char (&given)[64]) {
+    // Constant time in the token's content: a wrong guess learns nothing from the reply's timing.
+    unsigned diff = 0;
+    for (std::size_t i = 0; i < sizeof(given); ++i) {
+      char e = i < expected.size() ? expected[i] : '\0';
+      diff |= static_cast<unsigned char>(e ^ given[i]);
+    }
+    return diff == 0 && expected.size() < sizeof(given);
+  }
+
+  unique_fd& link(int p) { return pe_ == 0 ? peers_[static_cast<std::size_t>(p)] : peers_[0]; }
+
+  void check_io(io_status s, int peer, boot_step step) {
+    if (s == io_status::ok) return;
+    if (s == io_status::closed) {
+      SYMM_THROW(errc::peer_failed, "PE {} lost its connection to PE {} during bootstrap step '{}' (step #{}): PE {} "
+                 "exited or crashed", pe_, peer, to_string(step), seq_, peer);
+    }
+    SYMM_THROW(errc::timeout, "PE {} waited {} ms for PE {} in bootstrap step '{}' (step #{}); PE {} did not reach it. "
+               "Do all PEs create and destroy worlds and symmetric objects in the same order?", pe_, timeout_.count(),
+               peer, to_string(step), seq_, peer);
+  }
+
+  void send_header(int peer, boot_step step, std::uint64_t length, deadline_clock::time_point deadline) {
+    boot_header h{.seq = seq_, .step = step, .pe = pe_, .length = length};
+    check_io(send_all(link(peer).get(), std::as_bytes(std::span(&h, 1)), deadline), peer, step);
+  }
+
+  void expect_header(int peer, boot_step step, deadline_clock::time_point deadline, std::uint64_t length = 0,
+                     bool check_length = false) {
+    boot_header h{};
+    check_io(recv_all(link(peer).get(), std::as_writable_bytes(std::span(&h, 1)), deadline), peer, step);
+    if (h.step != step || h.seq != seq_) {
+      SYMM_THROW(errc::bootstrap, "PE {} is at bootstrap step '{}' (#{}) but PE {} sent step '{}' (#{}): the PEs ran "
+                 "collective operations in different orders", pe_, to_string(step), seq_, h.pe, to_string(h.step),
+                 h.seq);
+    }
+    if (check_length && h.length != length) {
+      SYMM_THROW(errc::bootstrap, "PE {} expected {} bytes from PE {} in step '{}' but PE {} sent {}", pe_, length,
+                 h.pe, to_string(step), h.pe, h.length);
+    }
+  }
+
+  void transmit(int peer, boot_step step, std::span<const std::byte> bytes, deadline_clock::time_point deadline) {
+    send_header(peer, step, bytes.size(), deadline);
+    check_io(send_all(link(peer).get(), bytes, deadline), peer, step);
+  }
+
+  void receive(int peer, boot_step step, std::span<std::byte> bytes, deadline_clock::time_point deadline) {
+    expect_header(peer, step, deadline, bytes.size(), true);
+    check_io(recv_all(link(peer).get(), bytes, deadline), peer, step);
+  }
+
+  int pe_;
+  int n_pes_;
+  std::chrono::milliseconds timeout_;
+  std::string socket_path_;
+  unique_fd listener_;
+  std::vector<unique_fd> peers_; // PE 0: one per PE (index 0 unused); others: [0] is PE 0
+  std::uint32_t seq_ = 0;
+};
+
+} // namespace detail
+SYMM_END_NAMESPACE

@@ -1,0 +1,40 @@
+// symm/detail/completion.hpp: what a symm::future waits on: a flag set by the host copy engine, or a CUDA event.
+#pragma once
+
+#include <symm/detail/config.hpp>
+
+#include <atomic>
+#include <exception>
+#include <memory>
+
+SYMM_BEGIN_NAMESPACE
+namespace detail {
+
+class completion {
+public:
+  virtual ~completion() = default;
+  [[nodiscard]] virtual bool ready() = 0;
+  //! Blocks until complete; rethrows the operation's error, if it had one.
+  virtual void wait() = 0;
+};
+
+class flag_completion final : public completion {
+public:
+  void set(std::exception_ptr failure = nullptr) {
+    failure_ = std::move(failure);
+    done_.store(true, std::memory_order_release);
+    done_.notify_all();
+  }
+  bool ready() override { return done_.load(std::memory_order_acquire); }
+  void wait() override {
+    done_.wait(false, std::memory_order_acquire);
+    if (failure_) std::rethrow_exception(failure_);
+  }
+
+private:
+  std::atomic<bool> done_{false};
+  std::exception_ptr failure_;
+};
+
+} // namespace detail
+SYMM_END_NAMESPACE

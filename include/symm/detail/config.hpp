@@ -1,0 +1,49 @@
+// symm/detail/config.hpp: the one family of platform macros every symm header uses.
+#pragma once
+
+#include <nv/target>
+
+#define SYMM_BEGIN_NAMESPACE                                                                                           \
+  namespace symm {                                                                                                     \
+  inline namespace v0 {
+#define SYMM_END_NAMESPACE                                                                                             \
+  }                                                                                                                    \
+  }
+
+// Feature tests are function-like so that a typo is a compile error rather than a silent 0.
+#if defined(__CUDACC__)
+#  define SYMM_CUDA_COMPILATION() 1
+#else
+#  define SYMM_CUDA_COMPILATION() 0
+#endif
+
+// The CUDA backend (device heap over VMM/IPC) is compiled in when the CUDA runtime headers are
+// reachable. Every translation unit of one program must agree: the Meson dependency sets it
+// explicitly; a non-Meson build may define SYMM_ENABLE_CUDA to 0 or 1 itself.
+#if !defined(SYMM_ENABLE_CUDA)
+#  if SYMM_CUDA_COMPILATION() || __has_include(<cuda_runtime_api.h>)
+#    define SYMM_ENABLE_CUDA 1
+#  else
+#    define SYMM_ENABLE_CUDA 0
+#  endif
+#endif
+#define SYMM_CUDA_BACKEND() (SYMM_ENABLE_CUDA != 0)
+
+#if SYMM_CUDA_COMPILATION()
+#  define SYMM_HOST __host__
+#  define SYMM_DEVICE __device__
+#  define SYMM_HOST_DEVICE __host__ __device__
+#  define SYMM_FORCEINLINE __forceinline__
+#else
+#  define SYMM_HOST
+#  define SYMM_DEVICE
+#  define SYMM_HOST_DEVICE
+#  define SYMM_FORCEINLINE inline __attribute__((always_inline))
+#endif
+
+// Checking level: 0 = none, 1 = cheap checks (PE range, extents, team membership; the default),
+// 2 = adds checks that cost communication or memory traffic.
+#if !defined(SYMM_CHECK)
+#  define SYMM_CHECK 1
+#endif
+#define SYMM_CHECK_LEVEL(level) (SYMM_CHECK >= (level))

@@ -1,0 +1,135 @@
+// symm/detail/control_segment.hpp: the per-PE page of host shared memory that makes barriers, collective
+// allocation checks and failure detection work between processes without the sockets.
+#pragma once
+
+#include <symm/detail/check.hpp>
+
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+SYMM_BEGIN_NAMESPACE
+namespace detail {
+
+enum class pe_state : std::uint32_t { joining = 0, running = 1, finalized = 2, failed = 3 };
+
+//! One collective allocation or free, as each PE asked for it; compared across PEs before the allocator runs.
+struct collective_request {
+  std::uint64_t sequence; //!< how many collective heap operations this PE has done, this one included
+  std::uint64_t kind;     //!< 1 = allocate, 2 = free
+  std::uint64_t bytes;    //!< bytes asked (allocate) or the offset freed (free)
+  std::uint64_t alignment;
+};
+
+//! A centralized sense-reversing barrier: arrivals count up, the last one bumps the generation and wakes sleepers.
+struct alignas(64) barrier_channel {
+  alignas(64) std::uint32_t arrived;
+  alignas(64) std::uint32_t generation;
+};
+
+inline constexpr int barrier_channels = 64;
+
+//! Layout of each PE's control page. Everything is accessed through std::atomic_ref: other processes write it.
+struct pe_control {
+  alignas(64) std::uint32_t pid;
+  std::uint32_t state;
+  std::uint32_t failure_written;
+  alignas(64) collective_request requests[2]; // indexed by sequence parity
+  alignas(64) char failure[1024];             // why this PE failed, for the others' messages
+  alignas(64) barrier_channel barriers[barrier_channels]; // used on the page of the barrier's root PE
+};
+
+inline constexpr std::size_t control_page_bytes = (sizeof(pe_control) + 4095) / 4096 * 4096;
+
+template <class T> std::atomic_ref<T> atomic_at(T& object) { return std::atomic_ref<T>(object); }
+
+inline void futex_wake_all(std::uint32_t* word) {
+  ::syscall(SYS_futex, word, FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+}
+
+//! Sleeps while *word == expected, at most `timeout` (shared futex: works across processes).
+inline void futex_wait(std::uint32_t* word, std::uint32_t expected, std::chrono::microseconds timeout) {
+  timespec ts{static_cast<time_t>(timeout.count() / 1000000), static_cast<long>(timeout.count() % 1000000) * 1000};
+  ::syscall(SYS_futex, word, FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+
+//! Everything a waiting PE checks so that it never waits forever for a PE that is gone.
+class liveness {
+public:
+  liveness() = default;
+  liveness(std::span<pe_control* const> pages, int my_pe) : pages_(pages), my_pe_(my_pe) {}
+
+  //! Throws errc::peer_failed when some PE failed, finalized early or no longer exists. `what` names the wait.
+  void check(std::string_view what) const {
+    for (int p = 0; p < static_cast<int>(pages_.size()); ++p) {
+      if (p == my_pe_) continue;
+      pe_control& page = *pages_[static_cast<std::size_t>(p)];
+      auto state = static_cast<pe_state>(atomic_at(page.state).load(std::memory_order_acquire));
+      std::uint32_t pid = atomic_at(page.pid).load(std::memory_order_relaxed);
+      if (state == pe_state::failed) {
+        std::string why(page.failure, strnlen(page.failure, sizeof(page.failure)));
+        SYMM_THROW(errc::peer_failed, "PE {} waited in {} but PE {} (pid {}) failed: {}", my_pe_, what, p, pid,
+                   why.empty() ? "no reason given" : why);
+      }
+      if (state == pe_state::finalized) {
+        SYMM_THROW(errc::peer_failed, "PE {} waited in {} but PE {} (pid {}) already finalized its world: the PEs "
+                   "ran different sequences of collective operations", my_pe_, what, p, pid);
+      }
+      if (pid != 0 && pid != static_cast<std::uint32_t>(::getpid()) && ::kill(static_cast<pid_t>(pid), 0) != 0 &&
+          errno == ESRCH) {
+        SYMM_THROW(errc::peer_failed, "PE {} waited in {} but PE {} (pid {}) no longer exists: it exited or was killed",
+                   my_pe_, what, p, pid);
+      }
+    }
+  }
+
+  [[nodiscard]] int my_pe() const noexcept { return my_pe_; }
+
+private:
+  std::span<pe_control* const> pages_;
+  int my_pe_ = -1;
+};
+
+//! Waits until `done()` holds; spins briefly, then sleeps on the futex at `word` (woken by whoever changes it), and
+//! checks the other PEs' health between sleeps. No fixed delays: a wake-up comes as soon as the word changes.
+template <class Done>
+void wait_on(std::uint32_t* word, Done&& done, const liveness& peers, std::string_view what) {
+  for (int spin = 0; spin < 4096; ++spin) {
+    if (done()) return;
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+  }
+  for (;;) {
+    std::uint32_t seen = atomic_at(*word).load(std::memory_order_acquire);
+    if (done()) return;
+    futex_wait(word, seen, std::chrono::milliseconds(20));
+    if (done()) return;
+    peers.check(what);
+  }
+}
+
+//! Arrive at `channel` on the root's page and wait for all `count` participants.
+inline void barrier_wait(barrier_channel& channel, std::uint32_t count, const liveness& peers, std::string_view what) {
+  auto generation = atomic_at(channel.generation);
+  std::uint32_t my_generation = generation.load(std::memory_order_acquire);
+  if (atomic_at(channel.arrived).fetch_add(1, std::memory_order_acq_rel) + 1 == count) {
+    atomic_at(channel.arrived).store(0, std::memory_order_relaxed);
+    generation.store(my_generation + 1, std::memory_order_release);
+    futex_wake_all(&channel.generation);
+    return;
+  }
+  wait_on(&channel.generation, [&] { return generation.load(std::memory_order_acquire) != my_generation; }, peers,
+          what);
+}
+
+} // namespace detail
+SYMM_END_NAMESPACE

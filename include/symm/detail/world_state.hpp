@@ -1,0 +1,273 @@
+// symm/detail/world_state.hpp: what a live world owns — the bootstrap, the control pages, the heap mappings, the peer
+// table and the allocator — and the host-side operations every public type routes through.
+#pragma once
+
+#include <symm/detail/backend/host/copy_engine.hpp>
+#include <symm/detail/backend/host/host_heap.hpp>
+#include <symm/detail/bootstrap/bootstrap.hpp>
+#include <symm/detail/control_segment.hpp>
+#include <symm/detail/heap_allocator.hpp>
+#if SYMM_CUDA_BACKEND()
+#  include <symm/detail/backend/cuda/cuda_heap.hpp>
+#endif
+
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+SYMM_BEGIN_NAMESPACE
+
+//! Where the symmetric heap lives and which machinery moves data.
+enum class backend {
+  host, //!< host memory shared between processes (memfd); CPU only
+  cuda, //!< GPU memory over CUDA VMM/IPC; device code and stream-ordered host operations
+};
+
+constexpr std::string_view to_string(backend b) noexcept { return b == backend::host ? "host" : "cuda"; }
+
+//! How to start a world. Every field has a default; environment variables override the defaults, not explicit values.
+struct world_options {
+  std::optional<symm::backend> backend;  //!< default: SYMM_BACKEND, else cuda when a GPU is usable, else host
+  std::size_t heap_size = 0;             //!< bytes per PE; 0: SYMM_HEAP_SIZE, else 256 MiB
+  std::chrono::milliseconds bootstrap_timeout{0}; //!< 0: SYMM_BOOTSTRAP_TIMEOUT_MS, else 60 s
+  int device = -1;                       //!< GPU of this PE; -1: SYMM_DEVICE, else local PE modulo GPU count
+};
+
+namespace detail {
+
+inline constexpr std::size_t default_heap_size = std::size_t{256} << 20;
+
+inline symm::backend choose_backend(const world_options& options) {
+  if (options.backend) return *options.backend;
+  if (auto name = get_env("SYMM_BACKEND")) {
+    if (*name == "host") return symm::backend::host;
+    if (*name == "cuda") return symm::backend::cuda;
+    SYMM_THROW(errc::environment, "SYMM_BACKEND='{}' is not a backend; use 'host' or 'cuda'", *name);
+  }
+#if SYMM_CUDA_BACKEND()
+  if (cuda_device_count() > 0) return symm::backend::cuda;
+#endif
+  return symm::backend::host;
+}
+
+class world_state {
+public:
+  explicit world_state(const world_options& options) : job_(job_from_environment()) {
+    kind_ = choose_backend(options);
+    heap_bytes_ = options.heap_size != 0 ? options.heap_size : heap_size_from_env(default_heap_size);
+    auto timeout = options.bootstrap_timeout.count() != 0
+                       ? options.bootstrap_timeout
+                       : std::chrono::milliseconds(env_int("SYMM_BOOTSTRAP_TIMEOUT_MS").value_or(60000));
+    boot_ = std::make_unique<bootstrap>(job_, timeout);
+    host_ = std::make_unique<host_heap>(*boot_, kind_ == symm::backend::host ? heap_bytes_ : 0);
+    controls_.assign(host_->controls(), host_->controls() + job_.n_pes);
+    live_ = liveness(controls_, job_.pe);
+    pe_control& mine = *controls_[static_cast<std::size_t>(job_.pe)];
+    atomic_at(mine.pid).store(static_cast<std::uint32_t>(::getpid()), std::memory_order_relaxed);
+    atomic_at(mine.state).store(static_cast<std::uint32_t>(pe_state::running), std::memory_order_release);
+    if (kind_ == symm::backend::host) {
+      peer_bases_.assign(host_->bases(), host_->bases() + job_.n_pes);
+      device_peer_bases_ = peer_bases_.data();
+    } else {
+#if SYMM_CUDA_BACKEND()
+      int device = options.device >= 0 ? options.device : env_int("SYMM_DEVICE").value_or(-1);
+      cuda_ = std::make_unique<cuda_heap>(*boot_, job_, heap_bytes_, device);
+      heap_bytes_ = cuda_->heap_bytes();
+      peer_bases_.assign(cuda_->bases(), cuda_->bases() + job_.n_pes);
+      device_peer_bases_ = cuda_->device_table();
+#else
+      SYMM_THROW(errc::unsupported, "PE {}: the cuda backend was asked for, but this program was built without it "
+                 "(SYMM_ENABLE_CUDA=0); rebuild with the CUDA toolkit or use SYMM_BACKEND=host", job_.pe);
+#endif
+    }
+    allocator_.emplace(heap_bytes_);
+    boot_->barrier();
+  }
+
+  world_state(const world_state&) = delete;
+  world_state& operator=(const world_state&) = delete;
+  ~world_state() = default;
+
+  //! Collective end of the world: completes outstanding operations, waits for every PE, then unmaps. When this PE is
+  //! leaving because of an exception, it tells the others instead of waiting for them, so none of them hangs.
+  void finalize(bool unwinding) noexcept {
+    if (!alive_) return;
+    pe_control& mine = *controls_[static_cast<std::size_t>(job_.pe)];
+    if (unwinding) {
+      alive_ = false;
+      mark_failed(fmt::format("PE {} left its world's scope by an exception", job_.pe));
+    } else {
+      try {
+        quiet();
+        barrier("the world's finalize barrier");
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "symm: PE %d: finalize: %s\n", job_.pe, e.what());
+        mark_failed(fmt::format("PE {} failed in finalize", job_.pe));
+      }
+      alive_ = false;
+      if (atomic_at(mine.state).load() != static_cast<std::uint32_t>(pe_state::failed)) {
+        atomic_at(mine.state).store(static_cast<std::uint32_t>(pe_state::finalized), std::memory_order_release);
+      }
+    }
+    engine_.reset();
+#if SYMM_CUDA_BACKEND()
+    cuda_.reset();
+#endif
+  }
+
+  //! Records why this PE failed in its control page, where every waiting PE looks.
+  void mark_failed(std::string_view why) noexcept {
+    pe_control& mine = *controls_[static_cast<std::size_t>(job_.pe)];
+    std::size_t n = std::min(why.size(), sizeof(mine.failure) - 1);
+    std::memcpy(mine.failure, why.data(), n);
+    mine.failure[n] = '\0';
+    atomic_at(mine.state).store(static_cast<std::uint32_t>(pe_state::failed), std::memory_order_release);
+    for (auto* page : controls_) futex_wake_all(&page->barriers[0].generation);
+  }
+
+  [[nodiscard]] int my_pe() const noexcept { return job_.pe; }
+  [[nodiscard]] int n_pes() const noexcept { return job_.n_pes; }
+  [[nodiscard]] const job_info& job() const noexcept { return job_; }
+  [[nodiscard]] symm::backend kind() const noexcept { return kind_; }
+  [[nodiscard]] bool alive() const noexcept { return alive_; }
+  [[nodiscard]] std::size_t heap_bytes() const noexcept { return heap_bytes_; }
+  [[nodiscard]] std::byte* const* peer_bases() const noexcept { return peer_bases_.data(); }
+  [[nodiscard]] std::byte* const* device_peer_bases() const noexcept { return device_peer_bases_; }
+  [[nodiscard]] const liveness& peers() const noexcept { return live_; }
+  [[nodiscard]] pe_control& control(int pe) const noexcept { return *controls_[static_cast<std::size_t>(pe)]; }
+  [[nodiscard]] const heap_allocator& allocator() const noexcept { return *allocator_; }
+#if SYMM_CUDA_BACKEND()
+  [[nodiscard]] cuda_heap* cuda() const noexcept { return cuda_.get(); }
+#endif
+
+  void require_alive(std::string_view what) const {
+    if (!alive_) SYMM_THROW(errc::finalized, "PE {}: {} after its world was finalized", job_.pe, what);
+  }
+
+  void check_pe(int pe, std::string_view what) const {
+    if (pe < 0 || pe >= job_.n_pes) {
+      SYMM_THROW(errc::invalid_pe, "PE {}: {} names PE {}, but the world has PEs 0 to {} (n_pes = {})", job_.pe, what,
+                 pe, job_.n_pes - 1, job_.n_pes);
+    }
+  }
+
+  //! Barrier of all PEs through the control pages (no sockets, no sleeps with fixed delays).
+  void barrier(std::string_view what = "barrier_all") {
+    require_alive(what);
+    barrier_wait(controls_[0]->barriers[0], static_cast<std::uint32_t>(job_.n_pes), live_, what);
+  }
+
+  //! Collective allocation: checks that every PE asked the same, then runs the deterministic allocator.
+  std::size_t allocate(std::size_t bytes, std::size_t alignment, std::string_view what) {
+    agree(collective_request{0, 1, bytes, alignment}, what);
+    auto offset = allocator_->allocate(bytes, alignment);
+    if (!offset) {
+      SYMM_THROW(errc::heap_exhausted, "PE {}: {} needs {} bytes but the symmetric heap's largest free block is {} "
+                 "bytes ({} of {} bytes in use); raise SYMM_HEAP_SIZE or world_options::heap_size (now {} bytes)",
+                 job_.pe, what, bytes, allocator_->largest_free_block(), allocator_->bytes_in_use(), heap_bytes_,
+                 heap_bytes_);
+    }
+    return *offset;
+  }
+
+  //! Collective free of the block at `offset`: every PE must free the same block at the same point.
+  void deallocate(std::size_t offset, std::string_view what) {
+    if (allocator_->block_size(offset) == 0) {
+      SYMM_THROW(errc::invalid_free, "PE {}: {} frees offset {}, which is not an allocated block of the symmetric heap "
+                 "(freed twice, or never allocated)", job_.pe, what, offset);
+    }
+    quiet();
+    agree(collective_request{0, 2, offset, 0}, what);
+    allocator_->deallocate(offset);
+  }
+
+  //! Blocking copy between any two addresses this PE can reach (local or peer heap, or private memory).
+  void copy(void* dst, const void* src, std::size_t bytes) {
+    if (bytes == 0) return;
+#if SYMM_CUDA_BACKEND()
+    if (kind_ == symm::backend::cuda) return cuda_->copy(dst, src, bytes);
+#endif
+    std::memmove(dst, src, bytes);
+  }
+
+  //! Non-blocking copy; the completion turns ready when the bytes are in place.
+  std::shared_ptr<completion> copy_async(void* dst, const void* src, std::size_t bytes) {
+#if SYMM_CUDA_BACKEND()
+    if (kind_ == symm::backend::cuda) return cuda_->copy_async(dst, src, bytes);
+#endif
+    if (!engine_) engine_ = std::make_unique<copy_engine>();
+    return engine_->submit(dst, src, bytes);
+  }
+
+  //! Completes every operation this PE started.
+  void quiet() {
+#if SYMM_CUDA_BACKEND()
+    if (cuda_) cuda_->quiet();
+#endif
+    if (engine_) engine_->drain();
+  }
+
+private:
+  void agree(collective_request request, std::string_view what) {
+    require_alive(what);
+    request.sequence = ++collective_sequence_;
+    pe_control& mine = *controls_[static_cast<std::size_t>(job_.pe)];
+    auto& slot = mine.requests[request.sequence & 1];
+    slot = request;
+    barrier(what);
+    if (!SYMM_CHECK_LEVEL(1)) return;
+    bool same = true;
+    for (auto* page : controls_) {
+      const auto& theirs = page->requests[request.sequence & 1];
+      same = same && theirs.sequence == request.sequence && theirs.kind == request.kind &&
+             theirs.bytes == request.bytes && theirs.alignment == request.alignment;
+    }
+    if (same) return;
+    std::string table;
+    for (int p = 0; p < job_.n_pes; ++p) {
+      const auto& r = controls_[static_cast<std::size_t>(p)]->requests[request.sequence & 1];
+      table += fmt::format("\n  PE {}: collective heap operation #{}: {} {}", p, r.sequence,
+                           r.kind == 1 ? "allocate bytes" : r.kind == 2 ? "free offset" : "nothing", r.bytes);
+    }
+    SYMM_THROW(errc::allocation_mismatch, "PE {}: {}: the PEs did not ask for the same collective allocation; every PE "
+               "must allocate and free symmetric objects with the same sizes in the same order:{}", job_.pe, what,
+               table);
+  }
+
+  job_info job_;
+  symm::backend kind_{};
+  std::size_t heap_bytes_ = 0;
+  std::unique_ptr<bootstrap> boot_;
+  std::unique_ptr<host_heap> host_;
+  std::vector<pe_control*> controls_;
+  liveness live_;
+  std::vector<std::byte*> peer_bases_;
+  std::byte* const* device_peer_bases_ = nullptr;
+  std::optional<heap_allocator> allocator_;
+  std::uint64_t collective_sequence_ = 0;
+  bool alive_ = true;
+  std::unique_ptr<copy_engine> engine_;
+#if SYMM_CUDA_BACKEND()
+  std::unique_ptr<cuda_heap> cuda_;
+#endif
+};
+
+//! The world the calling thread made most recently and has not destroyed: what host free functions without a world
+//! argument (barrier_all, quiet) act on.
+inline thread_local world_state* current_world = nullptr;
+
+inline world_state& require_current_world(std::string_view what) {
+  if (current_world == nullptr) {
+    SYMM_THROW(errc::not_initialized, "{} was called with no symm::world alive on this thread; construct a "
+               "symm::world first (or run inside symm::launch)", what);
+  }
+  return *current_world;
+}
+
+} // namespace detail
+SYMM_END_NAMESPACE

@@ -1,0 +1,60 @@
+// symm/future.hpp: symm::future<>, the completion of a host-side non-blocking operation.
+#pragma once
+
+#include <symm/detail/completion.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <utility>
+
+SYMM_BEGIN_NAMESPACE
+
+template <class T = void> class future;
+
+//! Completion of one non-blocking operation (put_nbi, get_nbi, on-stream operations).
+//!
+//! Move-only. `wait()` blocks until the operation is complete (a put's data is in place at the target PE, a get's in
+//! the local buffer) and rethrows the operation's error, if any. `ready()` polls. Destroying a future that was not
+//! waited for waits (errors are then reported on stderr, since destructors do not throw); `symm::quiet()` completes
+//! every outstanding operation of the PE, future or not.
+template <> class [[nodiscard]] future<void> {
+public:
+  future() noexcept = default;
+  explicit future(std::shared_ptr<detail::completion> done) noexcept : done_(std::move(done)) {}
+  future(future&&) noexcept = default;
+  future& operator=(future&& other) noexcept {
+    if (this != &other) {
+      finish_quietly();
+      done_ = std::move(other.done_);
+    }
+    return *this;
+  }
+  future(const future&) = delete;
+  future& operator=(const future&) = delete;
+  ~future() { finish_quietly(); }
+
+  //! Whether this future refers to an operation (false after wait() or a move).
+  [[nodiscard]] bool valid() const noexcept { return done_ != nullptr; }
+  //! True when the operation is complete; does not block.
+  [[nodiscard]] bool ready() const { return done_ == nullptr || done_->ready(); }
+  //! Blocks until the operation is complete; rethrows its symm::error. The future is empty afterwards.
+  void wait() {
+    if (!done_) return;
+    auto done = std::move(done_);
+    done->wait();
+  }
+
+private:
+  void finish_quietly() noexcept {
+    try {
+      wait();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "symm: an unwaited future's operation failed: %s\n", e.what());
+    }
+  }
+
+  std::shared_ptr<detail::completion> done_;
+};
+
+SYMM_END_NAMESPACE

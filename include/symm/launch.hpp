@@ -1,0 +1,179 @@
+// symm/launch.hpp: symm::launch(n, fn), n PEs started from inside one program — for tests, examples and
+// single-process multi-GPU programs.
+#pragma once
+
+#include <symm/world.hpp>
+
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+SYMM_BEGIN_NAMESPACE
+
+//! How symm::launch runs its PEs.
+enum class launch_mode {
+  processes, //!< fork one process per PE (call it before any CUDA call in this process)
+  threads,   //!< one thread per PE, sharing this process (and its CUDA context)
+};
+
+struct launch_options {
+  launch_mode mode = launch_mode::processes;
+  world_options world{}; //!< used when fn takes a symm::world&
+};
+
+namespace detail {
+
+//! A private job directory and a random token, removed with the launch.
+class launch_job {
+public:
+  explicit launch_job(int n_pes) {
+    unsigned char random[16];
+    if (::getrandom(random, sizeof(random), 0) != static_cast<ssize_t>(sizeof(random))) {
+      SYMM_THROW(errc::system, "getrandom failed: {}", std::strerror(errno));
+    }
+    for (unsigned char b : random) token_ += fmt::format("{:02x}", b);
+    std::string base = fmt::format("/tmp/symm-{}", ::getuid());
+    ensure_private_dir(base);
+    dir_ = fmt::format("{}/launch-{}-{}", base, ::getpid(), token_.substr(0, 8));
+    ensure_private_dir(dir_);
+    n_pes_ = n_pes;
+  }
+  launch_job(const launch_job&) = delete;
+  launch_job& operator=(const launch_job&) = delete;
+  ~launch_job() {
+    ::unlink((dir_ + "/boot.sock").c_str());
+    ::rmdir(dir_.c_str());
+  }
+  [[nodiscard]] job_info info(int pe) const {
+    return job_info{pe, n_pes_, pe, n_pes_, dir_, token_, "symm::launch"};
+  }
+
+private:
+  std::string dir_, token_;
+  int n_pes_ = 0;
+};
+
+template <class Fn> void run_pe(Fn& fn, const launch_options& options) {
+  if constexpr (std::is_invocable_v<Fn&, world&>) {
+    world w(options.world);
+    fn(w);
+  } else {
+    static_assert(std::is_invocable_v<Fn&>, "symm::launch(n, fn): fn must be callable as fn(symm::world&) or fn()");
+    fn();
+  }
+}
+
+inline std::string describe_status(int status) {
+  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return fmt::format("was killed by signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status)));
+  return fmt::format("ended with wait status {}", status);
+}
+
+} // namespace detail
+
+//! Runs `fn` as n PEs and returns when all have finished. fn is `void(symm::world&)` (launch makes each PE's world
+//! from options.world) or `void()` (fn makes its own). Processes mode forks one child per PE; when a PE fails (a
+//! non-zero exit, an exception, a signal) the others are stopped at once and launch throws errc::peer_failed naming
+//! the PE and how it ended. Threads mode runs the PEs as threads and rethrows the first PE's exception.
+template <class Fn> void launch(int n_pes, Fn&& fn, const launch_options& options = {}) {
+  if (n_pes < 1 || n_pes > 4096) {
+    SYMM_THROW(errc::invalid_argument, "symm::launch: n_pes = {} is not in [1, 4096]", n_pes);
+  }
+  detail::launch_job job(n_pes);
+  if (options.mode == launch_mode::threads) {
+    std::vector<std::exception_ptr> failures(static_cast<std::size_t>(n_pes));
+    std::vector<std::thread> threads;
+    for (int pe = 0; pe < n_pes; ++pe) {
+      threads.emplace_back([&, pe] {
+        detail::launched_job = job.info(pe);
+        try {
+          detail::run_pe(fn, options);
+        } catch (...) {
+          failures[static_cast<std::size_t>(pe)] = std::current_exception();
+        }
+        detail::launched_job.reset();
+      });
+    }
+    for (auto& t : threads) t.join();
+    // Report the root cause: a PE's own error before the peer_failed errors it caused in the others.
+    std::exception_ptr first_peer_failure;
+    for (auto& f : failures) {
+      if (!f) continue;
+      try {
+        std::rethrow_exception(f);
+      } catch (const error& e) {
+        if (e.code() != errc::peer_failed) throw;
+        if (!first_peer_failure) first_peer_failure = f;
+      }
+    }
+    if (first_peer_failure) std::rethrow_exception(first_peer_failure);
+    return;
+  }
+
+  std::fflush(nullptr); // buffered output would otherwise be printed by every child again
+  std::vector<pid_t> children;
+  for (int pe = 0; pe < n_pes; ++pe) {
+    pid_t pid = ::fork();
+    if (pid < 0) {
+      for (pid_t c : children) ::kill(c, SIGKILL);
+      SYMM_THROW(errc::system, "symm::launch: fork of PE {} failed: {}", pe, std::strerror(errno));
+    }
+    if (pid == 0) {
+      int code = 0;
+      detail::launched_job = job.info(pe);
+      try {
+        detail::run_pe(fn, options);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "symm::launch: PE %d failed: %s\n", pe, e.what());
+        code = 1;
+      } catch (...) {
+        std::fprintf(stderr, "symm::launch: PE %d failed with an exception that is not a std::exception\n", pe);
+        code = 1;
+      }
+      std::fflush(nullptr);
+      ::_exit(code);
+    }
+    children.push_back(pid);
+  }
+  // Reap in completion order; the first failure stops the rest (SIGTERM, then SIGKILL after a grace period).
+  std::string failure;
+  std::size_t remaining = children.size();
+  auto stop_deadline = std::chrono::steady_clock::time_point::max();
+  while (remaining > 0) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, failure.empty() ? 0 : WNOHANG);
+    if (pid < 0 && errno == EINTR) continue;
+    if (pid < 0 && errno == ECHILD) break;
+    if (pid == 0) {
+      if (std::chrono::steady_clock::now() > stop_deadline) {
+        for (pid_t c : children) if (c > 0) ::kill(c, SIGKILL);
+        stop_deadline = std::chrono::steady_clock::time_point::max();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      continue;
+    }
+    if (pid < 0) SYMM_THROW(errc::system, "symm::launch: waitpid failed: {}", std::strerror(errno));
+    auto it = std::find(children.begin(), children.end(), pid);
+    if (it == children.end()) continue; // a child of someone else in this process
+    int pe = static_cast<int>(it - children.begin());
+    *it = -1;
+    --remaining;
+    bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!ok && failure.empty()) {
+      failure = fmt::format("symm::launch: PE {} (pid {}) {}", pe, pid, detail::describe_status(status));
+      for (pid_t c : children) if (c > 0) ::kill(c, SIGTERM);
+      stop_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    }
+  }
+  if (!failure.empty()) throw error(errc::peer_failed, failure);
+}
+
+SYMM_END_NAMESPACE

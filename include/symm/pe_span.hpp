@@ -1,0 +1,155 @@
+// symm/pe_span.hpp: pe_span<T, Extent>, a contiguous run of a symmetric object's elements on another PE.
+#pragma once
+
+#include <symm/concepts.hpp>
+#include <symm/detail/world_state.hpp>
+#include <symm/pe_ref.hpp>
+
+#include <cuda/std/span>
+
+#include <ranges>
+#include <type_traits>
+#include <vector>
+
+SYMM_BEGIN_NAMESPACE
+
+template <class T, std::size_t Extent = dynamic_extent> class pe_span;
+
+namespace detail {
+//! Throws errc::extent_mismatch naming both sizes and the PE.
+inline void check_same_extent(std::size_t remote_size, std::size_t local_size, int pe, const char* what) {
+  if (remote_size != local_size) {
+    SYMM_THROW(errc::extent_mismatch, "{}: the remote side on PE {} has {} elements but the local side has {}", what,
+               pe, remote_size, local_size);
+  }
+}
+} // namespace detail
+
+//! The elements [offset, offset + size) of a symmetric object on PE `pe()`: `symm::remote(obj, pe)`.
+//!
+//! Like std::span, but every access is communication, and the type says so. In host code, `remote = range` puts the
+//! local range there (complete on return) and `range = remote` / `remote.get(out)` gets it; in device code, one
+//! thread's `remote = span` copies element by element, and symm::put / symm::get take a cooperating group for bulk.
+//! Elements are pe_ref<T>. Extents are checked: at compile time when both are static, else at run time.
+//! Trivially copyable; valid as long as the symmetric object.
+template <class T, std::size_t Extent> class pe_span {
+  static_assert(transportable<T>, "symm::pe_span<T>: T must be trivially copyable (transportable)");
+
+public:
+  using element_type = T;
+  using value_type = std::remove_cv_t<T>;
+  using reference = pe_ref<T>;
+  static constexpr std::size_t extent = Extent;
+
+  SYMM_HOST_DEVICE constexpr pe_span(T* address, std::size_t size, int pe, detail::world_state* world) noexcept
+      : address_(address), size_(size), pe_(pe), world_(world) {}
+
+  //! A pe_span<const T> can be made from a pe_span<T>; the other way round does not compile.
+  template <class U, std::size_t E>
+    requires(std::is_convertible_v<U (*)[], T (*)[]> && (E == Extent || Extent == dynamic_extent))
+  SYMM_HOST_DEVICE constexpr pe_span(const pe_span<U, E>& other) noexcept
+      : address_(other.address()), size_(other.size()), pe_(other.pe()), world_(other.world()) {}
+
+  [[nodiscard]] SYMM_HOST_DEVICE constexpr std::size_t size() const noexcept {
+    if constexpr (Extent != dynamic_extent) return Extent;
+    else return size_;
+  }
+  [[nodiscard]] SYMM_HOST_DEVICE constexpr std::size_t size_bytes() const noexcept { return size() * sizeof(T); }
+  [[nodiscard]] SYMM_HOST_DEVICE constexpr bool empty() const noexcept { return size() == 0; }
+  [[nodiscard]] SYMM_HOST_DEVICE constexpr int pe() const noexcept { return pe_; }
+  //! The first element's address in this PE's mapping of PE pe()'s heap (valid in device code on the CUDA backend).
+  [[nodiscard]] SYMM_HOST_DEVICE constexpr T* address() const noexcept { return address_; }
+  [[nodiscard]] SYMM_HOST_DEVICE constexpr detail::world_state* world() const noexcept { return world_; }
+
+  //! One remote element; not bounds-checked in device code (SYMM_CHECK applies to host code).
+  [[nodiscard]] SYMM_HOST_DEVICE constexpr pe_ref<T> operator[](std::size_t i) const {
+    NV_IF_TARGET(NV_IS_HOST, (if constexpr (SYMM_CHECK_LEVEL(1)) {
+                   if (i >= size()) {
+                     SYMM_THROW(errc::invalid_argument, "remote(obj, {})[{}]: index out of range for {} elements", pe_,
+                                i, size());
+                   }
+                 }))
+    return pe_ref<T>(address_ + i, pe_, world_);
+  }
+
+  [[nodiscard]] SYMM_HOST_DEVICE constexpr pe_span<T> subspan(std::size_t offset,
+                                                             std::size_t count = dynamic_extent) const {
+    if (count == dynamic_extent) count = size() - offset;
+    NV_IF_TARGET(NV_IS_HOST, (check_range(offset, count, "subspan");))
+    return pe_span<T>(address_ + offset, count, pe_, world_);
+  }
+  [[nodiscard]] SYMM_HOST_DEVICE constexpr pe_span<T> first(std::size_t count) const { return subspan(0, count); }
+  [[nodiscard]] SYMM_HOST_DEVICE constexpr pe_span<T> last(std::size_t count) const {
+    NV_IF_TARGET(NV_IS_HOST, (check_range(0, count, "last");))
+    return pe_span<T>(address_ + (size() - count), count, pe_, world_);
+  }
+  template <std::size_t Count> [[nodiscard]] SYMM_HOST_DEVICE constexpr pe_span<T, Count> first() const {
+    static_assert(Extent == dynamic_extent || Count <= Extent, "pe_span::first<N>(): N exceeds the static extent");
+    NV_IF_TARGET(NV_IS_HOST, (check_range(0, Count, "first");))
+    return pe_span<T, Count>(address_, Count, pe_, world_);
+  }
+  template <std::size_t Count> [[nodiscard]] SYMM_HOST_DEVICE constexpr pe_span<T, Count> last() const {
+    static_assert(Extent == dynamic_extent || Count <= Extent, "pe_span::last<N>(): N exceeds the static extent");
+    NV_IF_TARGET(NV_IS_HOST, (check_range(0, Count, "last");))
+    return pe_span<T, Count>(address_ + (size() - Count), Count, pe_, world_);
+  }
+
+  //! Put: copies `source` (a contiguous range of T) into these remote elements. Host: complete on return. Device: one
+  //! thread copies element by element; use symm::put(group, ...) to share the work.
+  template <class Range>
+    requires contiguous_range_of<Range, T>
+  SYMM_HOST_DEVICE const pe_span& operator=(Range&& source) const {
+    static_assert(!std::is_const_v<T>, "symm: cannot put into a pe_span<const T>: the remote data is const");
+    static_assert(!detail::extents_conflict<Extent, detail::static_extent_v<Range>>,
+                  "symm: put between static extents that differ (remote(a, pe) = b needs a.size() == b.size())");
+    NV_IF_TARGET(NV_IS_DEVICE, ({
+                   auto* src = std::ranges::data(source);
+                   for (std::size_t i = 0; i < size(); ++i) address_[i] = src[i];
+                 }),
+                 ({
+                   detail::check_same_extent(size(), std::ranges::size(source), pe_, "put");
+                   world_->copy(address_, std::ranges::data(source), size_bytes());
+                 }))
+    return *this;
+  }
+  // Copying one remote span to another would hide a get and a put: write `dst = std::vector<T>(src)` or use a
+  // device-side put from a local span.
+  pe_span& operator=(const pe_span&) = delete;
+
+  //! Get into `destination`, a contiguous range of exactly size() elements; complete on return. Host only.
+  template <class Range>
+    requires contiguous_range_of<Range, value_type> && (!std::is_const_v<std::ranges::range_value_t<Range>>)
+  void get(Range&& destination) const {
+    static_assert(!detail::extents_conflict<Extent, detail::static_extent_v<Range>>,
+                  "symm: get between static extents that differ");
+    detail::check_same_extent(size(), std::ranges::size(destination), pe_, "get");
+    world_->copy(std::ranges::data(destination), address_, size_bytes());
+  }
+
+  //! Get of the whole span into a new vector. Host only.
+  [[nodiscard]] std::vector<value_type> get() const {
+    std::vector<value_type> out(size());
+    get(out);
+    return out;
+  }
+  operator std::vector<value_type>() const { return get(); }
+
+private:
+  void check_range(std::size_t offset, std::size_t count, const char* what) const {
+    if constexpr (SYMM_CHECK_LEVEL(1)) {
+      if (offset > size() || count > size() - offset) {
+        SYMM_THROW(errc::invalid_argument, "remote(obj, {}).{}: [{}, {}) is outside the {} elements", pe_, what,
+                   offset, offset + count, size());
+      }
+    }
+  }
+
+  T* address_;
+  std::size_t size_;
+  int pe_;
+  detail::world_state* world_;
+};
+
+static_assert(std::is_trivially_copyable_v<pe_span<int>>, "pe_span travels to kernels by value");
+
+SYMM_END_NAMESPACE

@@ -1,0 +1,57 @@
+// symm/remote.hpp: symm::remote(obj, pe), the one way to name another PE's copy of a symmetric object.
+#pragma once
+
+#include <symm/pe_ref.hpp>
+#include <symm/pe_span.hpp>
+#include <symm/symmetric.hpp>
+
+SYMM_BEGIN_NAMESPACE
+
+namespace detail {
+inline void check_pe_on_host(const detail::world_state* world, int pe, int n_pes) {
+  if constexpr (SYMM_CHECK_LEVEL(1)) {
+    if (pe < 0 || pe >= n_pes) {
+      SYMM_THROW(errc::invalid_pe, "PE {}: remote(obj, {}) names PE {}, but the world has PEs 0 to {} (n_pes = {})",
+                 world != nullptr ? world->my_pe() : -1, pe, pe, n_pes - 1, n_pes);
+    }
+  }
+}
+} // namespace detail
+
+//! PE `pe`'s elements of a symmetric array. Communication happens only through what the returned pe_span does.
+//! Throws errc::invalid_pe (host) or traps (device, SYMM_CHECK >= 1) when pe is not in [0, n_pes).
+template <class T, std::size_t E>
+[[nodiscard]] SYMM_HOST_DEVICE pe_span<T, E> remote(const array_ref<T, E>& a, int pe) {
+  NV_IF_TARGET(NV_IS_DEVICE, (SYMM_DEVICE_ASSERT_PE(pe, a.n_pes(), "symm::remote");),
+               (detail::check_pe_on_host(a.world(), pe, a.n_pes());))
+  return pe_span<T, E>(a.address_on(pe), a.size(), pe, a.world());
+}
+
+template <class T, std::size_t E> [[nodiscard]] pe_span<T, E> remote(array<T, E>& a, int pe) {
+  return remote(a.ref(), pe);
+}
+//! A const array gives read-only remote access: constness goes through the element type.
+template <class T, std::size_t E> [[nodiscard]] pe_span<const T, E> remote(const array<T, E>& a, int pe) {
+  return remote(array_ref<const T, E>(a.ref()), pe);
+}
+
+//! PE `pe`'s value of a symmetric scalar.
+template <class T> [[nodiscard]] SYMM_HOST_DEVICE pe_ref<T> remote(const scalar_ref<T>& s, int pe) {
+  return remote(s.element(), pe)[0];
+}
+template <class T> [[nodiscard]] pe_ref<T> remote(scalar<T>& s, int pe) { return remote(s.ref(), pe); }
+template <class T> [[nodiscard]] pe_ref<const T> remote(const scalar<T>& s, int pe) {
+  return remote(array_ref<const T, 1>(s.ref().element()), pe)[0];
+}
+
+//! Anything else has no copy on other PEs: say so instead of listing overloads.
+template <class Object>
+  requires(!symmetric_object<Object>)
+void remote(Object&&, int) {
+  static_assert(detail::always_false<Object>,
+                "symm::remote(obj, pe): obj must be a symmetric object (symm::array, symm::scalar or their _ref views). "
+                "A raw pointer or an ordinary container lives at different addresses on each PE, so it has no "
+                "remote counterpart; allocate it as a symm::array instead");
+}
+
+SYMM_END_NAMESPACE

@@ -1,0 +1,15 @@
+// symm/symm.hpp: the whole public API.
+#pragma once
+
+#include <symm/barrier.hpp>
+#include <symm/concepts.hpp>
+#include <symm/error.hpp>
+#include <symm/future.hpp>
+#include <symm/launch.hpp>
+#include <symm/pe_ref.hpp>
+#include <symm/pe_span.hpp>
+#include <symm/remote.hpp>
+#include <symm/rma.hpp>
+#include <symm/symmetric.hpp>
+#include <symm/version.hpp>
+#include <symm/world.hpp>

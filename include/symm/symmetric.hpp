@@ -1,0 +1,218 @@
+// symm/symmetric.hpp: symmetric containers — symm::array<T> / array<T, N> and symm::scalar<T> (owning, host),
+// and their trivially copyable views array_ref / scalar_ref, which is what kernels take.
+#pragma once
+
+#include <symm/concepts.hpp>
+#include <symm/detail/device_check.hpp>
+#include <symm/world.hpp>
+
+#include <cuda/std/span>
+
+#include <memory>
+#include <type_traits>
+
+SYMM_BEGIN_NAMESPACE
+
+//! A non-owning view of a symmetric array: the same (offset, extent) on every PE plus this PE's peer table.
+//!
+//! Trivially copyable: pass it to kernels by value (a symm::array converts to it implicitly). It is valid while the
+//! symm::array it came from lives. `local()` is this PE's part; `symm::remote(ref, pe)` is PE pe's part.
+template <class T, std::size_t Extent = dynamic_extent> class array_ref {
+  static_assert(transportable<T>, "symm::array<T>: T must be trivially copyable (transportable), because puts and "
+                                  "gets copy its bytes between PEs");
+
+public:
+  using element_type = T;
+  using value_type = std::remove_cv_t<T>;
+  static constexpr std::size_t extent = Extent;
+
+  array_ref() = default;
+  SYMM_HOST_DEVICE array_ref(detail::world_state* world, std::byte* const* host_peers, std::byte* const* device_peers,
+                             std::size_t offset, std::size_t size, int my_pe, int n_pes) noexcept
+      : world_(world), host_peers_(host_peers), device_peers_(device_peers), offset_(offset), size_(size),
+        my_pe_(my_pe), n_pes_(n_pes) {
+    local_ = reinterpret_cast<T*>(host_peers[my_pe] + offset);
+  }
+  //! array_ref<const T> from array_ref<T>.
+  template <class U>
+    requires std::is_convertible_v<U (*)[], T (*)[]>
+  SYMM_HOST_DEVICE array_ref(const array_ref<U, Extent>& other) noexcept
+      : array_ref(other.world(), other.host_peers(), other.device_peers(), other.offset(), other.size(),
+                  other.my_pe(), other.n_pes()) {}
+
+  //! This PE's elements. On the CUDA backend this is device memory: read it in kernels, or copy it from the host.
+  [[nodiscard]] SYMM_HOST_DEVICE cuda::std::span<T, Extent> local() const noexcept {
+    return cuda::std::span<T, Extent>(local_, size());
+  }
+  [[nodiscard]] SYMM_HOST_DEVICE constexpr std::size_t size() const noexcept {
+    if constexpr (Extent != dynamic_extent) return Extent;
+    else return size_;
+  }
+  [[nodiscard]] SYMM_HOST_DEVICE constexpr std::size_t size_bytes() const noexcept { return size() * sizeof(T); }
+  //! Byte offset of element 0 in every PE's heap.
+  [[nodiscard]] SYMM_HOST_DEVICE constexpr std::size_t offset() const noexcept { return offset_; }
+  [[nodiscard]] SYMM_HOST_DEVICE constexpr int my_pe() const noexcept { return my_pe_; }
+  [[nodiscard]] SYMM_HOST_DEVICE constexpr int n_pes() const noexcept { return n_pes_; }
+
+  //! Address of element 0 on PE `pe` in this PE's mapping: the one pointer computation all of symm is built on.
+  [[nodiscard]] SYMM_HOST_DEVICE T* address_on(int pe) const noexcept {
+    NV_IF_TARGET(NV_IS_DEVICE, (return reinterpret_cast<T*>(device_peers_[pe] + offset_);),
+                 (return reinterpret_cast<T*>(host_peers_[pe] + offset_);))
+  }
+
+  [[nodiscard]] SYMM_HOST_DEVICE detail::world_state* world() const noexcept { return world_; }
+  [[nodiscard]] SYMM_HOST_DEVICE std::byte* const* host_peers() const noexcept { return host_peers_; }
+  [[nodiscard]] SYMM_HOST_DEVICE std::byte* const* device_peers() const noexcept { return device_peers_; }
+
+private:
+  T* local_ = nullptr;
+  detail::world_state* world_ = nullptr;
+  std::byte* const* host_peers_ = nullptr;
+  std::byte* const* device_peers_ = nullptr;
+  std::size_t offset_ = 0;
+  std::size_t size_ = 0;
+  int my_pe_ = 0;
+  int n_pes_ = 0;
+};
+
+static_assert(std::is_trivially_copyable_v<array_ref<float>>, "array_ref travels to kernels by value");
+
+//! The kernel-side name of a symmetric array view (same type as array_ref).
+template <class T, std::size_t Extent = dynamic_extent> using device_array = array_ref<T, Extent>;
+
+//! A symmetric array: `size()` elements of T at the same heap offset on every PE.
+//!
+//! Construction and destruction are collective: every PE must create and destroy the same symmetric objects, with
+//! the same sizes, in the same order. Construction returns when every PE has allocated (a barrier); it throws
+//! errc::allocation_mismatch listing each PE's size when the PEs disagree, and errc::heap_exhausted with the bytes
+//! asked, free and in total when the heap is full. Destruction completes this PE's outstanding operations and waits
+//! for every PE (an out-of-order free is reported as an error, not a hang). Contents start uninitialised. Move-only.
+//!
+//! \code
+//!   symm::array<float> dst(world, 1024);      // dynamic extent
+//!   symm::array<int, 16> flags(world);         // static extent
+//!   symm::remote(dst, 1) = src.local();        // put into PE 1's dst
+//! \endcode
+template <class T, std::size_t Extent = dynamic_extent> class array {
+  static_assert(transportable<T>, "symm::array<T>: T must be trivially copyable (transportable), because puts and "
+                                  "gets copy its bytes between PEs");
+
+public:
+  using element_type = T;
+  using value_type = std::remove_cv_t<T>;
+  static constexpr std::size_t extent = Extent;
+
+  //! Collective allocation of `count` elements (dynamic extent).
+  array(const world& w, std::size_t count)
+    requires(Extent == dynamic_extent)
+      : array(w.state(), count) {}
+  //! Collective allocation of Extent elements (static extent).
+  explicit array(const world& w)
+    requires(Extent != dynamic_extent)
+      : array(w.state(), Extent) {}
+
+  array(array&& other) noexcept : world_(std::move(other.world_)), ref_(other.ref_) {}
+  array& operator=(array&& other) noexcept {
+    if (this != &other) {
+      release();
+      world_ = std::move(other.world_);
+      ref_ = other.ref_;
+    }
+    return *this;
+  }
+  array(const array&) = delete;
+  array& operator=(const array&) = delete;
+  ~array() { release(); }
+
+  //! This PE's elements (host memory on the host backend, device memory on the CUDA backend).
+  [[nodiscard]] cuda::std::span<T, Extent> local() const {
+    require_live("array::local()");
+    return ref_.local();
+  }
+  [[nodiscard]] constexpr std::size_t size() const noexcept { return ref_.size(); }
+  [[nodiscard]] constexpr std::size_t size_bytes() const noexcept { return ref_.size_bytes(); }
+  [[nodiscard]] std::size_t offset() const noexcept { return ref_.offset(); }
+
+  //! The trivially copyable view, for kernels; also an implicit conversion.
+  [[nodiscard]] array_ref<T, Extent> ref() const {
+    require_live("array::ref()");
+    return ref_;
+  }
+  operator array_ref<T, Extent>() const { return ref(); }
+  template <class U = T>
+    requires(!std::is_const_v<U>)
+  operator array_ref<const T, Extent>() const {
+    return ref();
+  }
+
+  //! Collective early free: what the destructor does, but errors are thrown rather than printed.
+  void reset() {
+    if (!world_) return;
+    auto world = std::move(world_);
+    if (world->alive()) world->deallocate(ref_.offset(), "symm::array::reset()");
+  }
+
+private:
+  array(const std::shared_ptr<detail::world_state>& world, std::size_t count) : world_(world) {
+    world->require_alive("symm::array construction");
+    std::size_t bytes = count * sizeof(T);
+    auto what = fmt::format("symm::array of {} elements of {} bytes", count, sizeof(T));
+    std::size_t offset = world->allocate(bytes, alignof(T) > 256 ? alignof(T) : 256, what);
+    ref_ = array_ref<T, Extent>(world.get(), world->peer_bases(), world->device_peer_bases(), offset, count,
+                                world->my_pe(), world->n_pes());
+  }
+
+  void require_live(const char* what) const {
+    if (!world_) SYMM_THROW(errc::invalid_argument, "{} on a moved-from or reset symm::array", what);
+    world_->require_alive(what);
+  }
+
+  void release() noexcept {
+    if (!world_) return;
+    try {
+      reset();
+    } catch (const std::exception& e) {
+      // A destructor cannot throw; a mismatched free is a broken program, so say why loudly and end this PE, which
+      // the other PEs then see as a failed peer instead of waiting.
+      std::fprintf(stderr, "symm: fatal: %s\n", e.what());
+      std::abort();
+    }
+  }
+
+  std::shared_ptr<detail::world_state> world_;
+  array_ref<T, Extent> ref_;
+};
+
+//! Kernel-side view of a symm::scalar: one element at the same offset on every PE.
+template <class T> class scalar_ref {
+public:
+  scalar_ref() = default;
+  SYMM_HOST_DEVICE explicit scalar_ref(const array_ref<T, 1>& element) noexcept : element_(element) {}
+  //! This PE's element. On the CUDA backend this is device memory: dereference it in device code only.
+  [[nodiscard]] SYMM_HOST_DEVICE T& local() const noexcept { return element_.local()[0]; }
+  [[nodiscard]] SYMM_HOST_DEVICE const array_ref<T, 1>& element() const noexcept { return element_; }
+
+private:
+  array_ref<T, 1> element_;
+};
+
+//! A symmetric single value: `symm::remote(s, pe)` is a pe_ref<T>. Collective like symm::array.
+template <class T> class scalar {
+public:
+  explicit scalar(const world& w) : element_(w) {}
+  //! This PE's value. On the CUDA backend it is device memory: use remote(s, my_pe) from host code.
+  [[nodiscard]] T& local() const { return element_.local()[0]; }
+  [[nodiscard]] scalar_ref<T> ref() const { return scalar_ref<T>(element_.ref()); }
+  operator scalar_ref<T>() const { return ref(); }
+  void reset() { element_.reset(); }
+
+private:
+  array<T, 1> element_;
+};
+
+template <class T, std::size_t E> inline constexpr bool enable_symmetric_object<array<T, E>> = true;
+template <class T, std::size_t E> inline constexpr bool enable_symmetric_object<array_ref<T, E>> = true;
+template <class T> inline constexpr bool enable_symmetric_object<scalar<T>> = true;
+template <class T> inline constexpr bool enable_symmetric_object<scalar_ref<T>> = true;
+
+SYMM_END_NAMESPACE
