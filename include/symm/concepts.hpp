@@ -37,6 +37,11 @@ template <class R, class T>
 concept contiguous_range_of = std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
                               std::same_as<std::remove_cv_t<std::ranges::range_value_t<R>>, std::remove_cv_t<T>>;
 
+//! A contiguous range of T that can be written (the local side of a get).
+template <class R, class T>
+concept writable_contiguous_range_of =
+    contiguous_range_of<R, T> && !std::is_const_v<std::remove_reference_t<std::ranges::range_reference_t<R>>>;
+
 namespace detail {
 template <class> inline constexpr bool always_false = false;
 

@@ -71,7 +71,13 @@ template <class Fn> void run_pe(Fn& fn, const launch_options& options) {
   }
 }
 
+//! Exit status of a PE that failed only because another PE did (errc::peer_failed).
+inline constexpr int exit_peer_failed = 3;
+
 inline std::string describe_status(int status) {
+  if (WIFEXITED(status) && WEXITSTATUS(status) == exit_peer_failed) {
+    return "stopped because another PE failed (exit status 3)";
+  }
   if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return fmt::format("was killed by signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status)));
   return fmt::format("ended with wait status {}", status);
@@ -127,10 +133,16 @@ template <class Fn> void launch(int n_pes, Fn&& fn, const launch_options& option
       SYMM_THROW(errc::system, "symm::launch: fork of PE {} failed: {}", pe, std::strerror(errno));
     }
     if (pid == 0) {
+      // The parent's handlers (a test framework's, say) would report the SIGTERM that stops a failed job's PEs.
+      ::signal(SIGTERM, SIG_DFL);
+      ::signal(SIGINT, SIG_DFL);
       int code = 0;
       detail::launched_job = job.info(pe);
       try {
         detail::run_pe(fn, options);
+      } catch (const error& e) {
+        std::fprintf(stderr, "symm::launch: PE %d failed: %s\n", pe, e.what());
+        code = e.code() == errc::peer_failed ? detail::exit_peer_failed : 1;
       } catch (const std::exception& e) {
         std::fprintf(stderr, "symm::launch: PE %d failed: %s\n", pe, e.what());
         code = 1;
@@ -143,13 +155,15 @@ template <class Fn> void launch(int n_pes, Fn&& fn, const launch_options& option
     }
     children.push_back(pid);
   }
-  // Reap in completion order; the first failure stops the rest (SIGTERM, then SIGKILL after a grace period).
-  std::string failure;
+  // Reap in completion order; the first failure stops the rest (SIGTERM, then SIGKILL after a grace period). The
+  // report names the root cause: a PE that failed by itself, before PEs that failed because a peer did.
+  std::string failure, consequence;
   std::size_t remaining = children.size();
   auto stop_deadline = std::chrono::steady_clock::time_point::max();
+  bool stopping = false;
   while (remaining > 0) {
     int status = 0;
-    pid_t pid = ::waitpid(-1, &status, failure.empty() ? 0 : WNOHANG);
+    pid_t pid = ::waitpid(-1, &status, stopping ? WNOHANG : 0);
     if (pid < 0 && errno == EINTR) continue;
     if (pid < 0 && errno == ECHILD) break;
     if (pid == 0) {
@@ -167,13 +181,19 @@ template <class Fn> void launch(int n_pes, Fn&& fn, const launch_options& option
     *it = -1;
     --remaining;
     bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (!ok && failure.empty()) {
-      failure = fmt::format("symm::launch: PE {} (pid {}) {}", pe, pid, detail::describe_status(status));
+    if (ok) continue;
+    bool root_cause = !(WIFEXITED(status) && WEXITSTATUS(status) == detail::exit_peer_failed);
+    std::string& slot = root_cause ? failure : consequence;
+    if (slot.empty()) slot = fmt::format("symm::launch: PE {} (pid {}) {}", pe, pid, detail::describe_status(status));
+    // PEs that failed because of a peer saw the peer's failure themselves; the root cause stops the rest.
+    if (root_cause && !stopping) {
+      stopping = true;
       for (pid_t c : children) if (c > 0) ::kill(c, SIGTERM);
       stop_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     }
   }
   if (!failure.empty()) throw error(errc::peer_failed, failure);
+  if (!consequence.empty()) throw error(errc::peer_failed, consequence);
 }
 
 SYMM_END_NAMESPACE

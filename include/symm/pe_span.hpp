@@ -118,7 +118,7 @@ public:
 
   //! Get into `destination`, a contiguous range of exactly size() elements; complete on return. Host only.
   template <class Range>
-    requires contiguous_range_of<Range, value_type> && (!std::is_const_v<std::ranges::range_value_t<Range>>)
+    requires writable_contiguous_range_of<Range, value_type>
   void get(Range&& destination) const {
     static_assert(!detail::extents_conflict<Extent, detail::static_extent_v<Range>>,
                   "symm: get between static extents that differ");

@@ -19,7 +19,7 @@ void put(const pe_span<T, E>& dst, Range&& source) {
 
 //! Get: copies PE src.pe()'s elements into `destination`. Complete when it returns.
 template <class Range, class T, std::size_t E>
-  requires contiguous_range_of<Range, std::remove_cv_t<T>>
+  requires writable_contiguous_range_of<Range, std::remove_cv_t<T>>
 void get(Range&& destination, const pe_span<T, E>& src) {
   src.get(std::forward<Range>(destination));
 }
@@ -38,7 +38,7 @@ template <class T, std::size_t E, class Range>
 
 //! Non-blocking get: `destination` is filled once the future's wait() (or symm::quiet()) returns.
 template <class Range, class T, std::size_t E>
-  requires contiguous_range_of<Range, std::remove_cv_t<T>>
+  requires writable_contiguous_range_of<Range, std::remove_cv_t<T>>
 [[nodiscard]] future<> get_nbi(Range&& destination, const pe_span<T, E>& src) {
   static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>,
                 "symm::get_nbi between static extents that differ");

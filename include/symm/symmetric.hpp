@@ -8,6 +8,9 @@
 
 #include <cuda/std/span>
 
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <memory>
 #include <type_traits>
 
@@ -111,12 +114,14 @@ public:
     requires(Extent != dynamic_extent)
       : array(w.state(), Extent) {}
 
-  array(array&& other) noexcept : world_(std::move(other.world_)), ref_(other.ref_) {}
+  array(array&& other) noexcept
+      : world_(std::move(other.world_)), ref_(other.ref_), uncaught_(other.uncaught_) {}
   array& operator=(array&& other) noexcept {
     if (this != &other) {
       release();
       world_ = std::move(other.world_);
       ref_ = other.ref_;
+      uncaught_ = other.uncaught_;
     }
     return *this;
   }
@@ -153,7 +158,8 @@ public:
   }
 
 private:
-  array(const std::shared_ptr<detail::world_state>& world, std::size_t count) : world_(world) {
+  array(const std::shared_ptr<detail::world_state>& world, std::size_t count)
+      : world_(world), uncaught_(std::uncaught_exceptions()) {
     world->require_alive("symm::array construction");
     std::size_t bytes = count * sizeof(T);
     auto what = fmt::format("symm::array of {} elements of {} bytes", count, sizeof(T));
@@ -169,6 +175,13 @@ private:
 
   void release() noexcept {
     if (!world_) return;
+    // Leaving by an exception: the other PEs may not be freeing this object now, so a collective free could pair
+    // with some other collective of theirs. Leak the block instead; the world reports this PE as failed if the
+    // exception ends it, and PEs that all unwind alike leak the same block, which keeps the heap symmetric.
+    if (std::uncaught_exceptions() > uncaught_) {
+      world_.reset();
+      return;
+    }
     try {
       reset();
     } catch (const std::exception& e) {
@@ -181,6 +194,7 @@ private:
 
   std::shared_ptr<detail::world_state> world_;
   array_ref<T, Extent> ref_;
+  int uncaught_ = 0;
 };
 
 //! Kernel-side view of a symm::scalar: one element at the same offset on every PE.

@@ -1,0 +1,89 @@
+// Compile-time rules, checked as concepts and requires-expressions (the negative cases with their messages are in
+// tests/compile_fail).
+#include "catch.hpp"
+
+#include <symm/symm.hpp>
+
+#include <array>
+#include <string>
+#include <vector>
+
+namespace {
+struct plain {
+  int a;
+  float b;
+};
+struct owning {
+  std::string s;
+};
+struct has_pointer {
+  int* p;
+};
+template <class A, class Pe> concept remotable = requires(A& a, Pe pe) { symm::remote(a, pe).size(); };
+template <class S, class R> concept puttable = requires(const S& s, R&& r) { s = std::forward<R>(r); };
+template <class S, class R> concept gettable = requires(const S& s, R& r) { s.get(r); };
+template <class R> concept compound_assignable = requires(R r) { r += 1; };
+template <class R> concept incrementable = requires(R r) { ++r; };
+template <class R> concept post_incrementable = requires(R r) { r++; };
+template <class R, class V> concept assignable_from = requires(R r, V v) { r = v; };
+} // namespace
+
+template <> inline constexpr bool symm::enable_transportable<has_pointer> = false;
+
+TEST_CASE("element types must be transportable", "[concepts]") {
+  STATIC_REQUIRE(symm::transportable<int>);
+  STATIC_REQUIRE(symm::transportable<plain>);
+  STATIC_REQUIRE(symm::transportable<const double>);
+  STATIC_REQUIRE_FALSE(symm::transportable<owning>);
+  STATIC_REQUIRE_FALSE(symm::transportable<std::vector<int>>);
+  STATIC_REQUIRE_FALSE(symm::transportable<has_pointer>); // opted out
+  STATIC_REQUIRE_FALSE(symm::transportable<int&>);
+  STATIC_REQUIRE_FALSE(symm::transportable<void>);
+}
+
+TEST_CASE("only symmetric objects are symmetric_object", "[concepts]") {
+  STATIC_REQUIRE(symm::symmetric_object<symm::array<int>>);
+  STATIC_REQUIRE(symm::symmetric_object<const symm::array<int, 4>&>);
+  STATIC_REQUIRE(symm::symmetric_object<symm::scalar<double>>);
+  STATIC_REQUIRE(symm::symmetric_object<symm::array_ref<float>>);
+  STATIC_REQUIRE_FALSE(symm::symmetric_object<int*>);
+  STATIC_REQUIRE_FALSE(symm::symmetric_object<std::vector<int>>);
+  STATIC_REQUIRE_FALSE(symm::symmetric_object<cuda::std::span<int>>);
+  STATIC_REQUIRE(remotable<symm::array<int>, int>);
+}
+
+TEST_CASE("puts and gets accept matching ranges and reject the rest", "[concepts]") {
+  using span_int = symm::pe_span<int>;
+  using span_5 = symm::pe_span<int, 5>;
+  using span_const = symm::pe_span<const int>;
+  STATIC_REQUIRE(puttable<span_int, std::vector<int>&>);
+  STATIC_REQUIRE(puttable<span_int, cuda::std::span<int>>);
+  STATIC_REQUIRE(puttable<span_5, std::array<int, 5>&>);
+  STATIC_REQUIRE_FALSE(puttable<span_int, std::vector<float>&>); // element types must match exactly
+  STATIC_REQUIRE_FALSE(puttable<span_int, int>);
+  STATIC_REQUIRE(gettable<span_int, std::vector<int>>);
+  STATIC_REQUIRE(gettable<span_const, std::vector<int>>);
+  STATIC_REQUIRE_FALSE(gettable<span_int, const std::vector<int>>); // cannot get into const data
+  STATIC_REQUIRE(std::is_convertible_v<span_int, span_const>);
+  STATIC_REQUIRE_FALSE(std::is_convertible_v<span_const, span_int>);
+}
+
+TEST_CASE("pe_ref: assignment is a put, conversion a get, and nothing hides a read-modify-write", "[concepts]") {
+  using ref = symm::pe_ref<int>;
+  using cref = symm::pe_ref<const int>;
+  STATIC_REQUIRE(assignable_from<ref, int>);
+  STATIC_REQUIRE(std::is_convertible_v<ref, int>);
+  STATIC_REQUIRE(std::is_convertible_v<cref, int>);
+  STATIC_REQUIRE_FALSE(assignable_from<cref, int>);
+  STATIC_REQUIRE_FALSE(assignable_from<ref, ref>); // remote-to-remote would be a hidden get + put
+  STATIC_REQUIRE_FALSE(compound_assignable<ref>);
+  STATIC_REQUIRE_FALSE(incrementable<ref>);
+  STATIC_REQUIRE_FALSE(post_incrementable<ref>);
+  STATIC_REQUIRE(std::is_trivially_copyable_v<ref>);
+  STATIC_REQUIRE(std::is_trivially_copyable_v<symm::pe_span<double>>);
+  STATIC_REQUIRE(std::is_trivially_copyable_v<symm::array_ref<double>>);
+  STATIC_REQUIRE(std::is_trivially_copyable_v<symm::scalar_ref<double>>);
+  STATIC_REQUIRE_FALSE(std::is_copy_constructible_v<symm::array<int>>); // owning and collective: move-only
+  STATIC_REQUIRE_FALSE(std::is_copy_constructible_v<symm::future<>>);
+  STATIC_REQUIRE_FALSE(std::is_move_constructible_v<symm::barrier_scope>);
+}

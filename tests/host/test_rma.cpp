@@ -1,0 +1,191 @@
+// Put, get, p, g, non-blocking operations and the heap, on the host backend, as processes and as threads.
+#include "../pe_check.hpp"
+#include "catch.hpp"
+
+#include <symm/symm.hpp>
+
+#include <array>
+#include <complex>
+#include <cstdint>
+#include <vector>
+
+using symm_test::on_pes;
+using symm_test::random_values;
+
+namespace {
+struct particle {
+  particle() = default;
+  explicit particle(std::uint64_t r)
+      : x(static_cast<double>(r % 1000)), y(static_cast<double>(r >> 40)), z(-1.5), id(static_cast<std::int32_t>(r)) {}
+  double x, y, z;
+  std::int32_t id;
+  bool operator==(const particle&) const = default;
+};
+
+//! Each PE puts fresh random data into its right neighbour, then gets its left neighbour's copy back and checks both.
+template <class T> void ring_put_get(symm::world& world, std::size_t count) {
+  int me = world.my_pe(), n = world.n_pes();
+  int right = (me + 1) % n, left = (me + n - 1) % n;
+  symm::array<T> src(world, count), dst(world, count);
+  auto mine = random_values<T>(count, static_cast<std::uint64_t>(me) * 7919 + count);
+  std::copy(mine.begin(), mine.end(), src.local().begin());
+  symm::remote(dst, right) = src.local();  // put
+  world.barrier();
+  auto expected = random_values<T>(count, static_cast<std::uint64_t>(left) * 7919 + count);
+  PE_REQUIRE(std::equal(expected.begin(), expected.end(), dst.local().begin()));
+  std::vector<T> back = symm::remote(dst, right);  // get: what I put there
+  PE_REQUIRE(back == mine);
+  std::vector<T> out(count);
+  symm::get(out, symm::remote(src, left));  // get into an existing range
+  PE_REQUIRE(out == expected);
+  world.barrier();
+}
+} // namespace
+
+TEMPLATE_TEST_CASE("put and get move every element of several types", "[rma]", std::uint8_t, std::int32_t, double,
+                   std::complex<float>, particle) {
+  for (int n : {1, 2, 3, 4, 8}) {
+    CAPTURE(n, symm_test::seed());
+    REQUIRE_NOTHROW(on_pes(n, [](symm::world& world) {
+      for (std::size_t count : {std::size_t{1}, std::size_t{3}, std::size_t{1000}, std::size_t{4097}}) {
+        ring_put_get<TestType>(world, count);
+      }
+    }));
+  }
+}
+
+TEST_CASE("put and get of 1 element to 64 MiB", "[rma][large]") {
+  CAPTURE(symm_test::seed());
+  REQUIRE_NOTHROW(symm::launch(2, [](symm::world& world) {
+    for (std::size_t bytes = 4; bytes <= (std::size_t{64} << 20); bytes *= 8) ring_put_get<std::uint32_t>(world, bytes / 4);
+    ring_put_get<std::uint32_t>(world, (std::size_t{64} << 20) / 4);
+  }, {.world = {.backend = symm::backend::host, .heap_size = std::size_t{160} << 20}}));
+}
+
+TEST_CASE("p and g: single elements, subspans, first and last", "[rma]") {
+  REQUIRE_NOTHROW(on_pes(3, [](symm::world& world) {
+    int me = world.my_pe(), n = world.n_pes();
+    symm::array<std::int64_t> a(world, 100);
+    for (std::size_t i = 0; i < 100; ++i) a.local()[i] = -1;
+    world.barrier();
+    int target = (me + 1) % n;
+    symm::remote(a, target)[static_cast<std::size_t>(me)] = 1000 + me;         // p
+    std::array<std::int64_t, 5> five{1, 2, 3, 4, 5};
+    symm::remote(a, target).subspan(10 + 5 * static_cast<std::size_t>(me), 5) = five;
+    symm::remote(a, target).last(1) = std::array<std::int64_t, 1>{77};
+    world.barrier();
+    int source = (me + n - 1) % n;
+    PE_REQUIRE_EQ(a.local()[static_cast<std::size_t>(source)], 1000 + source);
+    std::int64_t g = symm::remote(a, target)[static_cast<std::size_t>(me)];   // g
+    PE_REQUIRE_EQ(g, 1000 + me);
+    std::vector<std::int64_t> got = symm::remote(a, source).subspan(10 + 5 * static_cast<std::size_t>(me == 0 ? n - 1 : me - 1), 5);
+    (void)got;
+    PE_REQUIRE_EQ(a.local()[10 + 5 * static_cast<std::size_t>(source) + 2], 3);
+    PE_REQUIRE_EQ(a.local()[99], 77);
+    std::vector<std::int64_t> head = symm::remote(a, me).first(2);
+    PE_REQUIRE_EQ(head.size(), 2u);
+    auto fixed = symm::remote(a, me).first<4>();
+    static_assert(decltype(fixed)::extent == 4);
+    PE_REQUIRE_EQ(fixed.size(), 4u);
+    // Untouched elements stay untouched.
+    PE_REQUIRE_EQ(a.local()[50], -1);
+    world.barrier();
+  }));
+}
+
+TEST_CASE("static extents and scalars", "[rma]") {
+  REQUIRE_NOTHROW(on_pes(2, [](symm::world& world) {
+    int other = 1 - world.my_pe();
+    symm::array<float, 8> fixed(world);
+    symm::scalar<std::uint64_t> counter(world);
+    std::array<float, 8> values{};
+    for (int i = 0; i < 8; ++i) values[static_cast<std::size_t>(i)] = static_cast<float>(world.my_pe() * 10 + i);
+    symm::remote(fixed, other) = values;
+    symm::remote(counter, other) = std::uint64_t{42} + static_cast<std::uint64_t>(world.my_pe());
+    world.barrier();
+    PE_REQUIRE_EQ(fixed.local()[7], static_cast<float>(other * 10 + 7));
+    PE_REQUIRE_EQ(counter.local(), std::uint64_t{42} + static_cast<std::uint64_t>(other));
+    std::uint64_t g = symm::remote(counter, other);
+    PE_REQUIRE_EQ(g, std::uint64_t{42} + static_cast<std::uint64_t>(world.my_pe()));
+    const auto& read_only = fixed;
+    std::vector<float> got = symm::remote(read_only, other);
+    PE_REQUIRE(std::equal(got.begin(), got.end(), values.begin()));
+    world.barrier();
+  }));
+}
+
+TEST_CASE("put_nbi and get_nbi complete through their futures and through quiet", "[rma][nbi]") {
+  CAPTURE(symm_test::seed());
+  REQUIRE_NOTHROW(on_pes(4, [](symm::world& world) {
+    int me = world.my_pe(), n = world.n_pes();
+    const std::size_t count = 1 << 18;
+    symm::array<std::uint32_t> dst(world, count * static_cast<std::size_t>(n));
+    auto mine = random_values<std::uint32_t>(count, static_cast<std::uint64_t>(me));
+    std::vector<symm::future<>> pending;
+    for (int p = 0; p < n; ++p) {
+      pending.push_back(symm::put_nbi(symm::remote(dst, p).subspan(count * static_cast<std::size_t>(me), count), mine));
+    }
+    for (auto& f : pending) {
+      f.wait();
+      PE_REQUIRE(!f.valid());
+      PE_REQUIRE(f.ready());
+    }
+    world.barrier();
+    for (int p = 0; p < n; ++p) {
+      auto expected = random_values<std::uint32_t>(count, static_cast<std::uint64_t>(p));
+      PE_REQUIRE(std::equal(expected.begin(), expected.end(), dst.local().begin() + static_cast<std::ptrdiff_t>(count) * p));
+    }
+    // get_nbi from every PE, completed by quiet() rather than by the futures.
+    std::vector<std::vector<std::uint32_t>> got(static_cast<std::size_t>(n), std::vector<std::uint32_t>(count));
+    {
+      std::vector<symm::future<>> gets;
+      for (int p = 0; p < n; ++p) {
+        gets.push_back(symm::get_nbi(got[static_cast<std::size_t>(p)], symm::remote(dst, p).subspan(count * static_cast<std::size_t>(me), count)));
+      }
+      symm::quiet();
+      for (auto& f : gets) PE_REQUIRE(f.ready());
+    }
+    for (int p = 0; p < n; ++p) PE_REQUIRE(got[static_cast<std::size_t>(p)] == mine);
+    world.barrier(); // every PE's gets are done before anyone overwrites slot 0 below
+    // A future destroyed unwaited waits: the data is in place after its scope.
+    { auto f = symm::put_nbi(symm::remote(dst, (me + 1) % n).first(count), mine); }
+    world.barrier();
+    auto from_left = random_values<std::uint32_t>(count, static_cast<std::uint64_t>((me + n - 1) % n));
+    PE_REQUIRE(std::equal(from_left.begin(), from_left.end(), dst.local().begin()));
+    world.barrier();
+  }));
+}
+
+TEST_CASE("allocation is symmetric, and freed blocks are reused", "[heap]") {
+  REQUIRE_NOTHROW(on_pes(3, [](symm::world& world) {
+    std::size_t before = world.heap_in_use();
+    std::size_t first_offset = 0;
+    {
+      symm::array<char> a(world, 1000);
+      symm::array<double> b(world, 3);
+      first_offset = a.offset();
+      // PE 0 collects everyone's offsets: they must all agree.
+      symm::array<std::size_t> offsets(world, 2 * static_cast<std::size_t>(world.n_pes()));
+      std::array<std::size_t, 2> mine{a.offset(), b.offset()};
+      symm::remote(offsets, 0).subspan(2 * static_cast<std::size_t>(world.my_pe()), 2) = mine;
+      world.barrier();
+      if (world.my_pe() == 0) {
+        for (int p = 0; p < world.n_pes(); ++p) {
+          PE_REQUIRE_EQ(offsets.local()[2 * static_cast<std::size_t>(p)], a.offset());
+          PE_REQUIRE_EQ(offsets.local()[2 * static_cast<std::size_t>(p) + 1], b.offset());
+        }
+      }
+      PE_REQUIRE(b.offset() % 256 == 0);
+      PE_REQUIRE(a.offset() != b.offset());
+    }
+    PE_REQUIRE_EQ(world.heap_in_use(), before);
+    symm::array<char> again(world, 500);
+    PE_REQUIRE_EQ(again.offset(), first_offset);
+    again.reset();
+    PE_REQUIRE_EQ(world.heap_in_use(), before);
+    // A moved-from array owns nothing; the moved-to one frees once.
+    symm::array<int> moved_from(world, 10);
+    symm::array<int> moved_to(std::move(moved_from));
+    PE_REQUIRE_EQ(moved_to.size(), 10u);
+  }));
+}
