@@ -103,7 +103,7 @@ public:
     static_assert(!detail::extents_conflict<Extent, detail::static_extent_v<Range>>,
                   "symm: put between static extents that differ (remote(a, pe) = b needs a.size() == b.size())");
     NV_IF_TARGET(NV_IS_DEVICE, ({
-                   auto* src = std::ranges::data(source);
+                   auto* src = source.data();
                    for (std::size_t i = 0; i < size(); ++i) address_[i] = src[i];
                  }),
                  ({

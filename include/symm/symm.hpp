@@ -5,7 +5,9 @@
 #include <symm/concepts.hpp>
 #include <symm/error.hpp>
 #include <symm/future.hpp>
+#include <symm/group.hpp>
 #include <symm/launch.hpp>
+#include <symm/ordering.hpp>
 #include <symm/pe_ref.hpp>
 #include <symm/pe_span.hpp>
 #include <symm/remote.hpp>
@@ -13,3 +15,4 @@
 #include <symm/symmetric.hpp>
 #include <symm/version.hpp>
 #include <symm/world.hpp>
+#include <symm/world_ref.hpp>

@@ -86,6 +86,13 @@ public:
 #endif
     }
     allocator_.emplace(heap_bytes_);
+    // The first block of every heap belongs to symm (device barrier flags): same offset everywhere, zeroed.
+    auto system = allocator_->allocate(system_area_bytes(job_.n_pes), heap_allocator::min_alignment);
+    if (!system) {
+      SYMM_THROW(errc::heap_exhausted, "PE {}: the heap of {} bytes cannot hold symm's own {} bytes of barrier flags; "
+                 "raise SYMM_HEAP_SIZE", job_.pe, heap_bytes_, system_area_bytes(job_.n_pes));
+    }
+    system_offset_ = *system;
     boot_->barrier();
   }
 
@@ -141,6 +148,12 @@ public:
   [[nodiscard]] const liveness& peers() const noexcept { return live_; }
   [[nodiscard]] pe_control& control(int pe) const noexcept { return *controls_[static_cast<std::size_t>(pe)]; }
   [[nodiscard]] const heap_allocator& allocator() const noexcept { return *allocator_; }
+  //! Offset of symm's own block (device barrier flags) in every heap.
+  [[nodiscard]] std::size_t system_offset() const noexcept { return system_offset_; }
+  //! Bytes of that block: per channel, one arrival word per PE and this PE's epoch counter.
+  static constexpr std::size_t system_area_bytes(int n_pes) noexcept {
+    return static_cast<std::size_t>(barrier_channels) * (static_cast<std::size_t>(n_pes) + 1) * sizeof(std::uint64_t);
+  }
 #if SYMM_CUDA_BACKEND()
   [[nodiscard]] cuda_heap* cuda() const noexcept { return cuda_.get(); }
 #endif
@@ -250,6 +263,7 @@ private:
   std::byte* const* device_peer_bases_ = nullptr;
   std::optional<heap_allocator> allocator_;
   std::uint64_t collective_sequence_ = 0;
+  std::size_t system_offset_ = 0;
   bool alive_ = true;
   std::unique_ptr<copy_engine> engine_;
 #if SYMM_CUDA_BACKEND()

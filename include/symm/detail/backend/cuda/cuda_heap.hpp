@@ -1,0 +1,145 @@
+// symm/detail/backend/cuda/cuda_heap.hpp: the CUDA backend's symmetric heap. Each PE creates one VMM segment on its
+// GPU, exports it as a POSIX fd, the bootstrap passes every fd to every PE (SCM_RIGHTS), and each PE maps all of them.
+// The peer table (each PE's heap base as mapped here) lives on the host and in device memory, for kernels.
+#pragma once
+
+#include <symm/detail/backend/cuda/check.hpp>
+#include <symm/detail/backend/cuda/vmm_segment.hpp>
+#include <symm/detail/bootstrap/bootstrap.hpp>
+#include <symm/detail/completion.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <vector>
+
+SYMM_BEGIN_NAMESPACE
+namespace detail {
+
+//! How many GPUs this process sees; 0 when there is no usable driver or device (never throws).
+inline int cuda_device_count() noexcept {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+//! A completion that is a CUDA event recorded after the operation on its stream.
+class event_completion final : public completion {
+public:
+  explicit event_completion(cudaStream_t stream) {
+    SYMM_TRY_CUDA(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+    SYMM_TRY_CUDA(cudaEventRecord(event_, stream));
+  }
+  event_completion(const event_completion&) = delete;
+  event_completion& operator=(const event_completion&) = delete;
+  ~event_completion() override { SYMM_ASSERT_CUDA(cudaEventDestroy(event_)); }
+  bool ready() override {
+    cudaError_t status = cudaEventQuery(event_);
+    if (status == cudaErrorNotReady) return false;
+    if (status != cudaSuccess) throw_cuda_error(status, "cudaEventQuery of a non-blocking operation");
+    return true;
+  }
+  void wait() override { SYMM_TRY_CUDA(cudaEventSynchronize(event_)); }
+
+private:
+  cudaEvent_t event_{};
+};
+
+class cuda_heap {
+public:
+  //! Collective. `device` < 0 picks local PE modulo the number of visible GPUs (several PEs may share one GPU).
+  cuda_heap(bootstrap& boot, const job_info& job, std::size_t heap_bytes, int device) {
+    int count = cuda_device_count();
+    if (count == 0) {
+      SYMM_THROW(errc::unsupported, "PE {}: the cuda backend needs a GPU, but CUDA reports none (driver missing, "
+                 "CUDA_VISIBLE_DEVICES empty?); use SYMM_BACKEND=host for the CPU backend", job.pe);
+    }
+    device_ = device >= 0 ? device : std::max(job.local_pe, 0) % count;
+    if (device_ >= count) {
+      SYMM_THROW(errc::invalid_argument, "PE {}: device {} was asked for (SYMM_DEVICE or world_options::device), but "
+                 "only {} GPUs are visible", job.pe, device_, count);
+    }
+    SYMM_TRY_CUDA(cudaSetDevice(device_));
+    SYMM_TRY_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+
+    segment_.emplace(device_, heap_bytes);
+    struct shape {
+      std::uint64_t size;
+      std::int32_t device;
+    };
+    auto shapes = boot.allgather_value(shape{segment_->size(), device_});
+    unique_fd exported(segment_->export_fd());
+    auto fds = boot.allgather_fd(exported.get());
+    exported.reset();
+
+    const auto n = static_cast<std::size_t>(job.n_pes);
+    bases_.resize(n);
+    peers_.resize(n);
+    std::size_t usable = segment_->size();
+    for (std::size_t p = 0; p < n; ++p) {
+      usable = std::min<std::size_t>(usable, shapes[p].size);
+      if (static_cast<int>(p) == job.pe) {
+        bases_[p] = static_cast<std::byte*>(segment_->base());
+        continue;
+      }
+      peers_[p].emplace(fds[p].get(), shapes[p].size, shapes[p].device, device_);
+      bases_[p] = static_cast<std::byte*>(peers_[p]->base());
+    }
+    heap_bytes_ = usable;
+    SYMM_TRY_CUDA(cudaMalloc(reinterpret_cast<void**>(&device_table_), n * sizeof(std::byte*)));
+    SYMM_TRY_CUDA(cudaMemcpy(device_table_, bases_.data(), n * sizeof(std::byte*), cudaMemcpyHostToDevice));
+    // A fresh heap reads as zeros, like the host backend's, so that signals and flags start at 0.
+    SYMM_TRY_CUDA(cudaMemsetAsync(segment_->base(), 0, segment_->size(), stream_));
+    SYMM_TRY_CUDA(cudaStreamSynchronize(stream_));
+  }
+
+  cuda_heap(const cuda_heap&) = delete;
+  cuda_heap& operator=(const cuda_heap&) = delete;
+  ~cuda_heap() {
+    if (stream_ != nullptr) SYMM_ASSERT_CUDA(cudaStreamSynchronize(stream_));
+    if (device_table_ != nullptr) SYMM_ASSERT_CUDA(cudaFree(device_table_));
+    if (stream_ != nullptr) SYMM_ASSERT_CUDA(cudaStreamDestroy(stream_));
+  }
+
+  [[nodiscard]] std::byte* const* bases() const noexcept { return bases_.data(); }
+  [[nodiscard]] std::byte* const* device_table() const noexcept { return device_table_; }
+  [[nodiscard]] std::size_t heap_bytes() const noexcept { return heap_bytes_; }
+  [[nodiscard]] int device() const noexcept { return device_; }
+  //! The stream host-side operations without a stream argument use (non-blocking with respect to stream 0).
+  [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
+
+  //! Blocking copy between any two addresses (device heap, peer mappings, host memory): complete on return.
+  void copy(void* dst, const void* src, std::size_t bytes) {
+    SYMM_TRY_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_));
+    SYMM_TRY_CUDA(cudaStreamSynchronize(stream_));
+  }
+
+  std::shared_ptr<completion> copy_async(void* dst, const void* src, std::size_t bytes) {
+    return copy_on(stream_, dst, src, bytes);
+  }
+
+  //! A copy ordered on the caller's stream; the completion is an event recorded after it.
+  static std::shared_ptr<completion> copy_on(cudaStream_t stream, void* dst, const void* src, std::size_t bytes) {
+    SYMM_TRY_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
+    return std::make_shared<event_completion>(stream);
+  }
+
+  void quiet() { SYMM_TRY_CUDA(cudaStreamSynchronize(stream_)); }
+
+private:
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  std::optional<local_segment> segment_;
+  std::vector<std::optional<peer_mapping>> peers_;
+  std::vector<std::byte*> bases_;
+  std::byte** device_table_ = nullptr;
+  std::size_t heap_bytes_ = 0;
+};
+
+} // namespace detail
+SYMM_END_NAMESPACE

@@ -1,0 +1,60 @@
+// symm/detail/device_copy.hpp: the group-cooperative copy under every device put and get: 16-byte accesses when both
+// sides allow it, coalesced across the group (consecutive ranks touch consecutive vectors), four in flight per thread.
+#pragma once
+
+#include <symm/detail/config.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+#if SYMM_CUDA_COMPILATION()
+SYMM_BEGIN_NAMESPACE
+namespace detail {
+
+template <class Vector>
+SYMM_DEVICE SYMM_FORCEINLINE void copy_vectors(unsigned rank, unsigned count, Vector* __restrict__ dst,
+                                               const Vector* __restrict__ src, std::size_t n) {
+  std::size_t i = rank;
+  const std::size_t stride = count;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    Vector a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
+    dst[i] = a;
+    dst[i + stride] = b;
+    dst[i + 2 * stride] = c;
+    dst[i + 3 * stride] = d;
+  }
+  for (; i < n; i += stride) dst[i] = src[i];
+}
+
+SYMM_DEVICE SYMM_FORCEINLINE void copy_bytes(unsigned rank, unsigned count, unsigned char* dst,
+                                             const unsigned char* src, std::size_t n) {
+  for (std::size_t i = rank; i < n; i += count) dst[i] = src[i];
+}
+
+//! Copies `bytes` from src to dst with the group's threads (`rank` of `count`). Buffers must not overlap.
+template <std::size_t Width, class Vector>
+SYMM_DEVICE SYMM_FORCEINLINE void copy_aligned(unsigned rank, unsigned count, unsigned char* dst,
+                                               const unsigned char* src, std::size_t bytes) {
+  std::size_t head = (Width - (reinterpret_cast<std::uintptr_t>(dst) & (Width - 1))) & (Width - 1);
+  head = head < bytes ? head : bytes;
+  copy_bytes(rank, count, dst, src, head);
+  std::size_t vectors = (bytes - head) / Width;
+  copy_vectors(rank, count, reinterpret_cast<Vector*>(dst + head), reinterpret_cast<const Vector*>(src + head),
+               vectors);
+  std::size_t done = head + vectors * Width;
+  copy_bytes(rank, count, dst + done, src + done, bytes - done);
+}
+
+SYMM_DEVICE inline void group_copy(unsigned rank, unsigned count, void* dst_, const void* src_, std::size_t bytes) {
+  auto* dst = static_cast<unsigned char*>(dst_);
+  auto* src = static_cast<const unsigned char*>(src_);
+  auto misalignment = (reinterpret_cast<std::uintptr_t>(dst) ^ reinterpret_cast<std::uintptr_t>(src));
+  if ((misalignment & 15) == 0) copy_aligned<16, int4>(rank, count, dst, src, bytes);
+  else if ((misalignment & 7) == 0) copy_aligned<8, int2>(rank, count, dst, src, bytes);
+  else if ((misalignment & 3) == 0) copy_aligned<4, int>(rank, count, dst, src, bytes);
+  else copy_bytes(rank, count, dst, src, bytes);
+}
+
+} // namespace detail
+SYMM_END_NAMESPACE
+#endif

@@ -1,0 +1,44 @@
+// symm/detail/device_wait.hpp: bounded device-side spinning. A wait that lasts longer than SYMM_DEVICE_WAIT_TIMEOUT_NS
+// (default 20 s) is a probable deadlock: it prints what it waited for and traps, instead of hanging the GPU.
+#pragma once
+
+#include <symm/detail/config.hpp>
+
+#include <cstdint>
+#include <cstdio>
+
+#if !defined(SYMM_DEVICE_WAIT_TIMEOUT_NS)
+#  define SYMM_DEVICE_WAIT_TIMEOUT_NS 20000000000ull
+#endif
+
+#if SYMM_CUDA_COMPILATION()
+SYMM_BEGIN_NAMESPACE
+namespace detail {
+
+SYMM_DEVICE SYMM_FORCEINLINE std::uint64_t global_timer_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+[[noreturn]] SYMM_DEVICE __noinline__ inline void report_deadlock(const char* what, int me, int peer) {
+  ::printf("symm: PE %d waited %llu ms in %s for PE %d (block %d, thread %d): probable deadlock, trapping\n", me,
+           static_cast<unsigned long long>(SYMM_DEVICE_WAIT_TIMEOUT_NS / 1000000), what, peer,
+           static_cast<int>(blockIdx.x), static_cast<int>(threadIdx.x));
+  __trap();
+  __builtin_unreachable();
+}
+
+//! Spins until done() holds. Reads the clock only every 1024 polls, so the fast path is the poll alone.
+template <class Done> SYMM_DEVICE SYMM_FORCEINLINE void device_wait_until(Done&& done, const char* what, int me, int peer) {
+  if (done()) return;
+  const std::uint64_t start = global_timer_ns();
+  for (unsigned polls = 1;; ++polls) {
+    if (done()) return;
+    if ((polls & 1023u) == 0 && global_timer_ns() - start > SYMM_DEVICE_WAIT_TIMEOUT_NS) report_deadlock(what, me, peer);
+  }
+}
+
+} // namespace detail
+SYMM_END_NAMESPACE
+#endif
