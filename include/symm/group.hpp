@@ -17,13 +17,14 @@ concept cooperating_group = requires(const G& g) {
   g.sync();
 };
 
-//! The calling thread alone (OpenSHMEM's thread-scope calls).
-struct this_thread_t {
+//! The calling thread alone (OpenSHMEM's thread-scope calls); made by symm::this_thread().
+struct single_thread {
   SYMM_HOST_DEVICE static constexpr unsigned thread_rank() noexcept { return 0; }
   SYMM_HOST_DEVICE static constexpr unsigned num_threads() noexcept { return 1; }
   SYMM_HOST_DEVICE static constexpr void sync() noexcept {}
 };
-inline constexpr this_thread_t this_thread{};
+//! The calling thread as a group, in the manner of cooperative_groups::this_thread_block().
+SYMM_HOST_DEVICE constexpr single_thread this_thread() noexcept { return {}; }
 
 namespace detail {
 //! Whether put/get end with g.sync(). A grid may only sync under a cooperative launch, so grid-wide operations leave

@@ -22,9 +22,17 @@ inline void check_pe_on_host(const detail::world_state* world, int pe, int n_pes
 //! Throws errc::invalid_pe (host) or traps (device, SYMM_CHECK >= 1) when pe is not in [0, n_pes).
 template <class T, std::size_t E>
 [[nodiscard]] SYMM_HOST_DEVICE pe_span<T, E> remote(const array_ref<T, E>& a, int pe) {
-  NV_IF_TARGET(NV_IS_DEVICE, (SYMM_DEVICE_ASSERT_PE(pe, a.n_pes(), "symm::remote");),
-               (detail::check_pe_on_host(a.world(), pe, a.n_pes());))
-  return pe_span<T, E>(a.address_on(pe), a.size(), pe, a.world());
+  NV_IF_TARGET(NV_IS_DEVICE, ({
+                 // Read the table before the check (entry 0 for a bad PE, which then traps): a read that sits behind
+                 // the trap's branch could not be hoisted out of the caller's loops.
+                 T* address = a.address_on(static_cast<unsigned>(pe) < static_cast<unsigned>(a.n_pes()) ? pe : 0);
+                 SYMM_DEVICE_ASSERT_PE(pe, a.n_pes(), "symm::remote");
+                 return pe_span<T, E>(address, a.size(), pe, a.world());
+               }),
+               ({
+                 detail::check_pe_on_host(a.world(), pe, a.n_pes());
+                 return pe_span<T, E>(a.address_on(pe), a.size(), pe, a.world());
+               }))
 }
 
 template <class T, std::size_t E> [[nodiscard]] pe_span<T, E> remote(array<T, E>& a, int pe) {

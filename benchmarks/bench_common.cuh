@@ -1,0 +1,700 @@
+// bench_common.cuh — the harness shared by every bench_*.cu of the comparison suite (symm, raw CUDA, NVSHMEM).
+//
+// What it gives an implementation file:
+//   - bench::start(argc, argv, impl): options (argv and BENCH_* environment), the device probe (prints
+//     "SKIP: no CUDA device" and exits 77 without a GPU), the fork into two PEs connected by a socketpair
+//     (PE 0 is the parent, PE 1 the child; fork happens BEFORE any CUDA call, each process initialises CUDA
+//     itself), the device choice (PE k uses device k % device_count), a stream and a watchdog;
+//   - bench::measure(): times one launch of a kernel that loops over `iters` iterations with a CUDA event
+//     pair, as NVSHMEM's perftest does; calibrates `iters` to a target time, warms up, repeats `reps` times
+//     and reports median / min / p90 per iteration;
+//   - bench::one_sided(): a point where only PE 0 issues operations, with the target buffer cleared before
+//     and verified (on the GPU) after, so a broken implementation prints an error instead of a fast number;
+//   - bench::context::row(): the one CSV row format of the suite, on stdout of PE 0:
+//       impl,benchmark,scope,pes,bytes,iters,median_us,min_us,p90_us,gbps
+//     median/min/p90 are microseconds per iteration; gbps = bytes / median (1 GB = 1e9 B), 0 for latencies.
+//
+// Only nvcc compiles this (kernels and <<<>>> launches), hence .cuh. It is self-contained: it needs neither
+// symm nor NVSHMEM, so bench_symm.cu can use it exactly as bench_raw.cu does.
+#pragma once
+
+#if !defined(__CUDACC__)
+#error "bench_common.cuh is CUDA code: compile it with nvcc"
+#endif
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <csignal>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+namespace bench {
+
+inline constexpr int exit_skip = 77;  // the automake / meson "skipped" exit status
+inline constexpr std::size_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
+
+// ---- messages and checks ------------------------------------------------------------------------------------------
+inline int g_pe = -1;          // this process's PE, for messages (-1 before the fork)
+inline pid_t g_child = 0;      // PE 0 only: the child's pid, killed by the watchdog
+inline char g_step[160] = "start-up";  // what the process is doing, named by the watchdog
+
+[[noreturn]] inline void die(int code, const char* fmt, ...) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "[pe %d] error: ", g_pe);
+  va_list ap;
+  va_start(ap, fmt);
+  std::vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+  // _exit, not exit: a kernel may still spin on a peer that is gone, and exit() would wait for it in teardown.
+  _exit(code);
+}
+
+inline void check_cuda(cudaError_t e, const char* call, const char* file, int line) {
+  if (e != cudaSuccess)
+    die(2, "%s:%d: %s failed: %s (%s) [during: %s]", file, line, call, cudaGetErrorName(e), cudaGetErrorString(e),
+        g_step);
+}
+// Every CUDA runtime call of the suite goes through this: it prints the call and exits non-zero on failure.
+#define BENCH_CUDA(call) ::bench::check_cuda((call), #call, __FILE__, __LINE__)
+// A kernel launch: the launch error now, the execution error at the next synchronisation.
+#define BENCH_LAUNCH_CHECK() ::bench::check_cuda(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
+
+inline void set_step(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(g_step, sizeof g_step, fmt, ap);
+  va_end(ap);
+}
+
+// ---- options ------------------------------------------------------------------------------------------------------
+// Parses "4096", "64K", "256M", "1G" (binary multiples). Returns 0 on a malformed value.
+inline std::size_t parse_size(const char* s) {
+  char* end = nullptr;
+  double v = std::strtod(s, &end);
+  if (end == s || v < 0) return 0;
+  switch (*end) {
+    case 'k': case 'K': v *= double(KiB); break;
+    case 'm': case 'M': v *= double(MiB); break;
+    case 'g': case 'G': v *= double(GiB); break;
+    case '\0': break;
+    default: return 0;
+  }
+  return std::size_t(v);
+}
+
+struct options {
+  std::size_t min_bytes = 8;
+  std::size_t max_bytes = 256 * MiB;      // sweep end for block / stream scopes
+  std::size_t small_max_bytes = 1 * MiB;  // sweep end for warp / thread scopes (one warp or thread copies it all)
+  int reps = 7;                           // timed repetitions per point (median, min, p90 over these)
+  double target_ms = 2.0;                 // calibrated length of one timed launch, bandwidth points
+  double lat_target_ms = 5.0;             // same for latency points (longer: launch skew of two-sided points)
+  long long max_iters = 1 << 20;
+  int timeout_s = 150;                    // watchdog: a process still running after this exits with 124
+  std::string filter;                     // comma-separated substrings of "benchmark/scope"; empty: all
+
+  // Whether the point "benchmark/scope" is selected by the filter.
+  bool wants(std::string_view benchmark, std::string_view scope) const {
+    if (filter.empty()) return true;
+    std::string key = std::string(benchmark) + "/" + std::string(scope);
+    std::size_t pos = 0;
+    while (pos <= filter.size()) {
+      std::size_t comma = filter.find(',', pos);
+      if (comma == std::string::npos) comma = filter.size();
+      std::string part = filter.substr(pos, comma - pos);
+      if (!part.empty() && key.find(part) != std::string::npos) return true;
+      pos = comma + 1;
+    }
+    return false;
+  }
+};
+
+inline void usage(const char* prog) {
+  std::printf(
+      "usage: %s [--max-bytes N] [--small-max-bytes N] [--min-bytes N] [--reps R] [--target-ms T]\n"
+      "          [--lat-target-ms T] [--max-iters N] [--timeout S] [--filter a,b]\n"
+      "Two PEs (fork), CSV rows on stdout: impl,benchmark,scope,pes,bytes,iters,median_us,min_us,p90_us,gbps\n"
+      "Environment equivalents: BENCH_MAX_BYTES BENCH_SMALL_MAX_BYTES BENCH_MIN_BYTES BENCH_REPS BENCH_TARGET_MS\n"
+      "  BENCH_LAT_TARGET_MS BENCH_MAX_ITERS BENCH_TIMEOUT_S BENCH_FILTER (argv wins). Sizes take K/M/G suffixes.\n"
+      "--filter selects points whose \"benchmark/scope\" contains one of the substrings (put_bw/block,pingpong).\n"
+      "Exit status: 0 ok, 77 no CUDA device, 124 watchdog timeout, other: failure.\n",
+      prog);
+}
+
+inline options parse_options(int argc, char** argv) {
+  options o;
+  auto apply = [&](std::string_view key, const char* val) {
+    auto size = [&](std::size_t& dst) {
+      std::size_t v = parse_size(val);
+      if (v == 0) die(64, "bad size for %.*s: '%s'", int(key.size()), key.data(), val);
+      dst = v;
+    };
+    if (key == "max-bytes") size(o.max_bytes);
+    else if (key == "small-max-bytes") size(o.small_max_bytes);
+    else if (key == "min-bytes") size(o.min_bytes);
+    else if (key == "reps") o.reps = std::max(1, std::atoi(val));
+    else if (key == "target-ms") o.target_ms = std::max(0.05, std::atof(val));
+    else if (key == "lat-target-ms") o.lat_target_ms = std::max(0.05, std::atof(val));
+    else if (key == "max-iters") o.max_iters = std::max(1LL, std::atoll(val));
+    else if (key == "timeout") o.timeout_s = std::max(1, std::atoi(val));
+    else if (key == "filter") o.filter = val;
+    else die(64, "unknown option --%.*s (see --help)", int(key.size()), key.data());
+  };
+  const std::pair<const char*, const char*> env[] = {
+      {"BENCH_MAX_BYTES", "max-bytes"}, {"BENCH_SMALL_MAX_BYTES", "small-max-bytes"},
+      {"BENCH_MIN_BYTES", "min-bytes"}, {"BENCH_REPS", "reps"}, {"BENCH_TARGET_MS", "target-ms"},
+      {"BENCH_LAT_TARGET_MS", "lat-target-ms"}, {"BENCH_MAX_ITERS", "max-iters"}, {"BENCH_TIMEOUT_S", "timeout"},
+      {"BENCH_FILTER", "filter"}};
+  for (auto [var, key] : env)
+    if (const char* v = std::getenv(var); v && *v) apply(key, v);
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "-h" || a == "--help") {
+      usage(argv[0]);
+      std::exit(0);
+    }
+    if (a.substr(0, 2) != "--") die(64, "unexpected argument '%s' (see --help)", argv[i]);
+    a.remove_prefix(2);
+    if (auto eq = a.find('='); eq != std::string_view::npos) {
+      std::string key(a.substr(0, eq));
+      apply(key, argv[i] + 2 + eq + 1);
+    } else {
+      if (i + 1 >= argc) die(64, "--%s needs a value", argv[i] + 2);
+      apply(a, argv[++i]);
+    }
+  }
+  o.min_bytes = std::max<std::size_t>(o.min_bytes, 4);
+  o.small_max_bytes = std::min(o.small_max_bytes, o.max_bytes);
+  return o;
+}
+
+// Powers of two from lo to hi inclusive.
+inline std::vector<std::size_t> sweep(std::size_t lo, std::size_t hi) {
+  std::vector<std::size_t> v;
+  std::size_t s = 1;
+  while (s < lo) s <<= 1;
+  for (; s <= hi; s <<= 1) v.push_back(s);
+  return v;
+}
+
+// ---- two processes over a socketpair ------------------------------------------------------------------------------
+class pe_link {
+ public:
+  pe_link() = default;
+  pe_link(int pe, int fd) : pe_(pe), fd_(fd) {}
+  pe_link(const pe_link&) = delete;
+  pe_link& operator=(const pe_link&) = delete;
+  pe_link(pe_link&& o) noexcept : pe_(o.pe_), fd_(std::exchange(o.fd_, -1)) {}
+  pe_link& operator=(pe_link&& o) noexcept {
+    pe_ = o.pe_;
+    fd_ = std::exchange(o.fd_, -1);
+    return *this;
+  }
+  ~pe_link() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  int pe() const { return pe_; }
+  int npes() const { return 2; }
+  int peer() const { return 1 - pe_; }
+
+  void send(const void* p, std::size_t n) {
+    auto* c = static_cast<const char*>(p);
+    while (n > 0) {
+      ssize_t k = ::send(fd_, c, n, MSG_NOSIGNAL);
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) die(3, "the peer PE is gone (send: %s) [during: %s]", std::strerror(errno), g_step);
+      c += k;
+      n -= std::size_t(k);
+    }
+  }
+  void recv(void* p, std::size_t n) {
+    auto* c = static_cast<char*>(p);
+    while (n > 0) {
+      ssize_t k = ::recv(fd_, c, n, 0);
+      if (k < 0 && errno == EINTR) continue;
+      if (k == 0) die(3, "the peer PE exited early (see its message above) [during: %s]", g_step);
+      if (k < 0) die(3, "recv from the peer PE: %s", std::strerror(errno));
+      c += k;
+      n -= std::size_t(k);
+    }
+  }
+  // Sends `n` bytes and receives the peer's `n` (small messages: the socket buffer holds both directions).
+  void exchange(const void* mine, void* theirs, std::size_t n) {
+    send(mine, n);
+    recv(theirs, n);
+  }
+  template <class T>
+  T exchange(const T& mine) {
+    T theirs{};
+    exchange(&mine, &theirs, sizeof(T));
+    return theirs;
+  }
+  // Both PEs return `v` as `root` passed it.
+  template <class T>
+  T broadcast(T v, int root = 0) {
+    if (pe_ == root) send(&v, sizeof v);
+    else recv(&v, sizeof v);
+    return v;
+  }
+  void barrier() {
+    char c = 0;
+    (void)exchange(c);
+  }
+  // File descriptors (SCM_RIGHTS), for VMM heaps exported as POSIX fds.
+  void send_fd(int fd) {
+    char byte = 0;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctl;
+    msg.msg_controllen = sizeof ctl;
+    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+    if (::sendmsg(fd_, &msg, MSG_NOSIGNAL) != 1) die(3, "sendmsg(SCM_RIGHTS): %s", std::strerror(errno));
+  }
+  int recv_fd() {
+    char byte = 0;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctl;
+    msg.msg_controllen = sizeof ctl;
+    if (::recvmsg(fd_, &msg, 0) != 1) die(3, "recvmsg(SCM_RIGHTS): %s", std::strerror(errno));
+    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+    if (!cm || cm->cmsg_type != SCM_RIGHTS) die(3, "recvmsg: no file descriptor in the message");
+    int fd = -1;
+    std::memcpy(&fd, CMSG_DATA(cm), sizeof fd);
+    return fd;
+  }
+
+  // PE 1 returns rc (main returns it and the child exits); PE 0 waits for the child and returns the first
+  // non-zero of its own rc and the child's status.
+  int finish(int rc) {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    if (fd_ >= 0) ::close(std::exchange(fd_, -1));
+    if (pe_ != 0 || g_child <= 0) return rc;
+    int status = 0;
+    while (::waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
+    }
+    g_child = 0;
+    int child_rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (child_rc != 0) std::fprintf(stderr, "[pe 0] PE 1 exited with status %d\n", child_rc);
+    return rc != 0 ? rc : child_rc;
+  }
+
+ private:
+  int pe_ = -1;
+  int fd_ = -1;
+};
+
+// Forks two PEs connected by a socketpair. Must run before any CUDA call (a CUDA context does not survive fork).
+inline pe_link spawn_pes() {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) die(3, "socketpair: %s", std::strerror(errno));
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t pid = ::fork();
+  if (pid < 0) die(3, "fork: %s", std::strerror(errno));
+  if (pid == 0) {
+    ::close(sv[0]);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // PE 0 gone (crash, watchdog): PE 1 goes too, never lingers on the GPU
+    g_pe = 1;
+    return pe_link(1, sv[1]);
+  }
+  ::close(sv[1]);
+  g_pe = 0;
+  g_child = pid;
+  return pe_link(0, sv[0]);
+}
+
+// ---- device probe and watchdog ------------------------------------------------------------------------------------
+// Counts CUDA devices in a throwaway child process, so that the parent stays free of CUDA state until it forks.
+// Returns the count (0: no device or no driver); exits non-zero on any other CUDA error.
+inline int probe_device_count() {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t pid = ::fork();
+  if (pid < 0) die(3, "fork: %s", std::strerror(errno));
+  if (pid == 0) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) {
+      std::fprintf(stderr, "(cudaGetDeviceCount: %s)\n", cudaGetErrorName(e));
+      _exit(0);
+    }
+    if (e != cudaSuccess) {
+      std::fprintf(stderr, "error: cudaGetDeviceCount failed: %s (%s)%s\n", cudaGetErrorName(e),
+                   cudaGetErrorString(e),
+                   std::getenv("CUDA_MPS_PIPE_DIRECTORY") ? " -- is the MPS daemon of CUDA_MPS_PIPE_DIRECTORY running?"
+                                                          : "");
+      _exit(200);
+    }
+    _exit(std::min(n, 199));
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status)) die(3, "the device probe process died (signal %d)", WTERMSIG(status));
+  int code = WEXITSTATUS(status);
+  if (code == 200) std::exit(1);
+  return code;
+}
+
+extern "C" inline void watchdog_handler(int) {
+  char msg[300];
+  int n = std::snprintf(msg, sizeof msg, "[pe %d] TIMEOUT: watchdog fired during: %s\n", g_pe, g_step);
+  if (n > 0) (void)!::write(2, msg, std::size_t(std::min(n, int(sizeof msg) - 1)));
+  if (g_child > 0) ::kill(g_child, SIGKILL);
+  _exit(124);
+}
+
+// ---- per-run context ----------------------------------------------------------------------------------------------
+struct context {
+  options opt;
+  pe_link link;
+  std::string impl;
+  int pe = -1;
+  int device = 0;
+  int device_count = 0;
+  int sm_count = 0;  // of PE 0's device (broadcast, so both PEs build the same launch configurations)
+  std::string device_name;
+  cudaStream_t stream = nullptr;
+  int rc = 0;  // becomes non-zero on a failed verification; main returns finish()
+
+  // One CSV row (PE 0 only). `bandwidth`: gbps = bytes / median; otherwise gbps is 0.
+  void row(std::string_view benchmark, std::string_view scope, std::size_t bytes, long long iters, double median_us,
+           double min_us, double p90_us, bool bandwidth) const {
+    if (pe != 0) return;
+    double gbps = bandwidth && median_us > 0 ? double(bytes) / (median_us * 1e3) : 0.0;
+    std::printf("%s,%.*s,%.*s,%d,%zu,%lld,%.4f,%.4f,%.4f,%.4f\n", impl.c_str(), int(benchmark.size()),
+                benchmark.data(), int(scope.size()), scope.data(), link.npes(), bytes, iters, median_us, min_us,
+                p90_us, gbps);
+    std::fflush(stdout);
+  }
+  // Informational line on stderr, PE 0 only (stdout stays pure CSV).
+  void note(const char* fmt, ...) const {
+    if (pe != 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    std::fprintf(stderr, "# %s: ", impl.c_str());
+    std::vfprintf(stderr, fmt, ap);
+    std::fprintf(stderr, "\n");
+    va_end(ap);
+  }
+  int finish() {
+    if (stream) cudaStreamDestroy(std::exchange(stream, nullptr));
+    alarm(0);
+    return link.finish(rc);
+  }
+};
+
+inline void print_header() {
+  std::printf("impl,benchmark,scope,pes,bytes,iters,median_us,min_us,p90_us,gbps\n");
+  std::fflush(stdout);
+}
+
+// Options, device probe (exit 77 without a device), fork, device choice, stream, watchdog. Environment variables
+// meant for both PEs (NVSHMEM_*) must be set before this call: it forks.
+inline context start(int argc, char** argv, const char* impl) {
+  context c;
+  c.opt = parse_options(argc, argv);
+  c.impl = impl;
+  int ndev = probe_device_count();
+  if (ndev <= 0) {
+    std::printf("SKIP: no CUDA device\n");
+    std::fflush(stdout);
+    std::exit(exit_skip);
+  }
+  print_header();
+  c.link = spawn_pes();
+  c.pe = c.link.pe();
+  std::signal(SIGALRM, watchdog_handler);
+  alarm(unsigned(c.opt.timeout_s));  // after the fork: pending alarms are not inherited
+  c.device_count = ndev;
+  c.device = c.pe % ndev;
+  set_step("cudaSetDevice(%d)", c.device);
+  BENCH_CUDA(cudaSetDevice(c.device));
+  cudaDeviceProp prop{};
+  BENCH_CUDA(cudaGetDeviceProperties(&prop, c.device));
+  c.device_name = prop.name;
+  c.sm_count = c.link.broadcast(prop.multiProcessorCount);
+  BENCH_CUDA(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
+  int peer_dev = c.link.exchange(c.device);
+  const char* mps = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
+  c.note("%d device(s); PE 0 on device %d (%s, %d SMs, cc %d.%d), PE 1 on device %d; MPS pipe dir: %s", ndev,
+         c.device, prop.name, prop.multiProcessorCount, prop.major, prop.minor, peer_dev,
+         mps ? mps : "(unset: default /tmp/nvidia-mps if a daemon runs)");
+  return c;
+}
+
+// ---- timing ---------------------------------------------------------------------------------------------------------
+struct stats {
+  double median_us = 0, min_us = 0, p90_us = 0;
+};
+
+inline stats summarize(std::vector<double> us) {
+  stats s;
+  if (us.empty()) return s;
+  std::sort(us.begin(), us.end());
+  std::size_t n = us.size();
+  s.median_us = n % 2 ? us[n / 2] : 0.5 * (us[n / 2 - 1] + us[n / 2]);
+  s.min_us = us.front();
+  s.p90_us = us[std::size_t(std::ceil(0.9 * double(n))) - 1];
+  return s;
+}
+
+struct measurement {
+  long long iters = 0;
+  stats st;
+};
+
+class event_pair {
+ public:
+  event_pair() {
+    BENCH_CUDA(cudaEventCreate(&a_));
+    BENCH_CUDA(cudaEventCreate(&b_));
+  }
+  ~event_pair() {
+    cudaEventDestroy(a_);
+    cudaEventDestroy(b_);
+  }
+  event_pair(const event_pair&) = delete;
+  event_pair& operator=(const event_pair&) = delete;
+  // Milliseconds of what `enqueue()` puts on `s` (one kernel looping over the iterations, or n async copies).
+  template <class Enqueue>
+  double time(Enqueue&& enqueue, cudaStream_t s) {
+    BENCH_CUDA(cudaEventRecord(a_, s));
+    enqueue();
+    BENCH_LAUNCH_CHECK();
+    BENCH_CUDA(cudaEventRecord(b_, s));
+    wait_for(b_);
+    float ms = 0;
+    BENCH_CUDA(cudaEventElapsedTime(&ms, a_, b_));
+    return double(ms);
+  }
+
+  // Waits for `e` like cudaEventSynchronize, but fails fast instead of hanging: when PE 1 is gone (PE 0 checks) or
+  // when one launch runs past launch_timeout_s (a peer kernel that never ran: no MPS, a crashed PE).
+  static void wait_for(cudaEvent_t e) {
+    static constexpr double launch_timeout_s = 20;
+    timespec t0{}, now{};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (unsigned spins = 1;; ++spins) {
+      cudaError_t q = cudaEventQuery(e);
+      if (q == cudaSuccess) return;
+      if (q != cudaErrorNotReady) check_cuda(q, "cudaEventQuery (kernel execution)", __FILE__, __LINE__);
+      if (spins % 1024 != 0) continue;
+      if (g_pe == 0 && g_child > 0) {
+        int status = 0;
+        if (::waitpid(g_child, &status, WNOHANG) == g_child) {
+          g_child = 0;
+          die(3, "PE 1 exited (status %d) while PE 0 waited for the GPU [during: %s]",
+              WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), g_step);
+        }
+      }
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      double waited = double(now.tv_sec - t0.tv_sec) + 1e-9 * double(now.tv_nsec - t0.tv_nsec);
+      if (waited > launch_timeout_s)
+        die(124, "a timed launch has not finished after %.0f s: a kernel waits for a peer that does not run "
+            "(two PEs on one GPU need MPS) [during: %s]", launch_timeout_s, g_step);
+    }
+  }
+
+ private:
+  cudaEvent_t a_{}, b_{};
+};
+
+// Times `launch(iters)`, which enqueues on `s` the work of `iters` iterations (normally one kernel that loops).
+// `iters == 0`: calibrate it, growing 8x until one launch takes target_ms/8, then scaling to target_ms.
+// One warm-up launch, then opt.reps timed launches (3 if one launch takes over 5x the target); the stats are
+// microseconds per iteration.
+// `both`: a two-sided point (ping-pong, barrier) that both PEs run in lockstep: every launch is preceded by a
+// socket barrier and PE 0's calibration decisions are broadcast, so both PEs launch the same iteration counts.
+template <class Launch>
+measurement measure(Launch&& launch, cudaStream_t s, const options& opt, double target_ms, pe_link* both = nullptr,
+                    long long iters = 0) {
+  event_pair ev;
+  auto run = [&](long long n) {
+    if (both) both->barrier();
+    return ev.time([&] { launch(n); }, s);
+  };
+  if (iters <= 0) {
+    run(1);  // first launch of the kernel: lazy module loading must not enter the calibration
+    long long n = 1;
+    for (;;) {
+      double ms = std::max(run(n), 1e-4);
+      long long next = 0, chosen = 0;
+      if (ms < target_ms / 8 && n < opt.max_iters) next = std::min(n * 8, opt.max_iters);
+      else chosen = std::clamp<long long>(std::llround(double(n) * target_ms / ms), 1, opt.max_iters);
+      if (both) {
+        next = both->broadcast(next);
+        chosen = both->broadcast(chosen);
+      }
+      if (next == 0) {
+        iters = chosen;
+        break;
+      }
+      n = next;
+    }
+  }
+  double warm_ms = run(iters);  // warm-up
+  // A point whose single iteration already takes 5x the target (one thread copying a MiB) gets 3 repetitions: the
+  // whole suite must fit in a few minutes. PE 0 decides for both.
+  int reps = opt.reps;
+  bool slow = warm_ms > 5 * target_ms;
+  if (both) slow = both->broadcast(slow);
+  if (slow) reps = std::min(reps, 3);
+  std::vector<double> us;
+  us.reserve(std::size_t(reps));
+  for (int r = 0; r < reps; ++r) us.push_back(run(iters) * 1e3 / double(iters));
+  return {iters, summarize(std::move(us))};
+}
+
+// ---- data pattern and verification ----------------------------------------------------------------------------------
+__host__ __device__ inline std::uint32_t pattern_word(std::size_t i, std::uint32_t seed) {
+  return std::uint32_t(i) * 2654435761u + seed * 0x9E3779B9u + 1u;
+}
+
+__global__ void fill_pattern_kernel(std::uint32_t* p, std::size_t nwords, std::uint32_t seed) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < nwords;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    p[i] = pattern_word(i, seed);
+}
+
+__global__ void count_mismatch_kernel(const std::uint32_t* p, std::size_t nwords, std::uint32_t seed,
+                                      unsigned long long* bad) {
+  unsigned long long mine = 0;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < nwords;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    mine += p[i] != pattern_word(i, seed);
+  if (mine) atomicAdd(bad, mine);
+}
+
+// Fills `bytes` (a multiple of 4) of device memory with the pattern of `seed`, synchronously.
+inline void fill_pattern(void* p, std::size_t bytes, std::uint32_t seed, cudaStream_t s) {
+  fill_pattern_kernel<<<1024, 256, 0, s>>>(static_cast<std::uint32_t*>(p), bytes / 4, seed);
+  BENCH_LAUNCH_CHECK();
+  BENCH_CUDA(cudaStreamSynchronize(s));
+}
+
+// Number of 4-byte words of the first `bytes` of `p` that differ from the pattern of `seed` (checked on the GPU).
+inline unsigned long long count_mismatches(const void* p, std::size_t bytes, std::uint32_t seed, cudaStream_t s) {
+  static unsigned long long* bad = nullptr;  // one per process, never freed (lives as long as the context)
+  if (!bad) BENCH_CUDA(cudaMalloc(&bad, sizeof *bad));
+  BENCH_CUDA(cudaMemsetAsync(bad, 0, sizeof *bad, s));
+  std::size_t nwords = bytes / 4;
+  unsigned blocks = unsigned(std::clamp<std::size_t>((nwords + 255) / 256, 1, 1024));
+  count_mismatch_kernel<<<blocks, 256, 0, s>>>(static_cast<const std::uint32_t*>(p), nwords, seed, bad);
+  BENCH_LAUNCH_CHECK();
+  unsigned long long h = 0;
+  BENCH_CUDA(cudaMemcpyAsync(&h, bad, sizeof h, cudaMemcpyDeviceToHost, s));
+  BENCH_CUDA(cudaStreamSynchronize(s));
+  return h;
+}
+
+enum class direction { put, get };
+
+// A point where only PE 0 issues operations (put_bw, get_bw, p_lat, ...). Both PEs call it with the same
+// arguments except the pointers. `local_target`: where the data lands if this PE owns it (PE 1's buffer for a
+// put, PE 0's own buffer for a get), or nullptr for points without a payload check. The owner clears it, PE 0
+// measures, the owner checks the first `bytes` against the pattern of `seed`. Returns nothing (and sets c.rc)
+// when the check fails; PE 1 gets an empty measurement it must ignore.
+template <class Launch>
+std::optional<measurement> one_sided(context& c, direction d, void* local_target, std::size_t bytes,
+                                     std::uint32_t seed, double target_ms, Launch&& launch) {
+  int owner = d == direction::put ? 1 : 0;
+  bool check = local_target != nullptr;
+  if (check && c.pe == owner) {
+    BENCH_CUDA(cudaMemsetAsync(local_target, 0, bytes, c.stream));
+    BENCH_CUDA(cudaStreamSynchronize(c.stream));
+  }
+  c.link.barrier();
+  measurement m;
+  if (c.pe == 0) m = measure(launch, c.stream, c.opt, target_ms);
+  c.link.barrier();
+  unsigned long long bad = 0;
+  if (check && c.pe == owner) bad = count_mismatches(local_target, bytes, seed, c.stream);
+  bad = c.link.broadcast(bad, owner);
+  if (bad) {
+    if (c.pe == 0)
+      std::fprintf(stderr, "[pe 0] VERIFY FAILED: %s: %llu of %zu words wrong after the copy\n", g_step, bad,
+                   bytes / 4);
+    c.rc = 1;
+    return std::nullopt;
+  }
+  return m;
+}
+
+// Launch shapes tried for block-scoped bulk transfers; every implementation reports its best (fairness: no
+// implementation is stuck with a shape that suits another). Grid = k * SMs, k in {1, 2, 4}; 512 or 1024 threads.
+struct block_shape {
+  int grid;
+  int threads;
+};
+inline std::vector<block_shape> block_shapes(int sm_count) {
+  std::vector<block_shape> v;
+  for (int k : {1, 2, 4})
+    for (int t : {512, 1024}) v.push_back({k * sm_count, t});
+  return v;
+}
+// The largest block `kernel` can be launched with (registers): shapes above it are skipped, not failed.
+inline int max_block_threads(const void* kernel) {
+  cudaFuncAttributes a{};
+  BENCH_CUDA(cudaFuncGetAttributes(&a, kernel));
+  return a.maxThreadsPerBlock;
+}
+// Bytes per block for `bytes` split over `grid` blocks, rounded up to 16 so every chunk stays int4-aligned.
+inline std::size_t chunk_bytes(std::size_t bytes, int grid) {
+  std::size_t c = (bytes + std::size_t(grid) - 1) / std::size_t(grid);
+  return (c + 15) / 16 * 16;
+}
+
+// Keeps the best (lowest median) of several measurements of one point, remembering which shape won.
+struct best_of {
+  std::optional<measurement> best;
+  std::string label;
+  void offer(const std::optional<measurement>& m, std::string what) {
+    if (m && (!best || m->st.median_us < best->st.median_us)) {
+      best = m;
+      label = std::move(what);
+    }
+  }
+};
+
+// ---- device helpers -------------------------------------------------------------------------------------------------
+__device__ inline unsigned long long globaltimer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+}  // namespace bench

@@ -1,0 +1,360 @@
+// bench_nvshmem.cu — the NVSHMEM 3.4.5 side of the comparison suite, each point through NVSHMEM's best call for it.
+// Rows: impl "nvshmem". Same harness, same points, same row format as bench_raw.cu.
+//
+// Two PEs by fork (bench_common.cuh), bootstrapped with a unique id: PE 0 calls nvshmemx_get_uniqueid and sends it
+// over the socketpair, both call nvshmemx_set_attr_uniqueid_args + nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID).
+// Needs -rdc=true and libnvshmem_device.a linked exactly once (see meson.build).
+//
+// Fairness: bulk transfers try both the blocking and the _nbi form of each call (+ one nvshmem_quiet at the end of
+// the kernel) and, for block scope, the same grid x block shapes as the other implementations; the row is the best.
+// Environment set before the fork unless already set (see docs/benchmarks.md and the project's DESIGN.md):
+//   NVSHMEM_REMOTE_TRANSPORT=none      one host, P2P only: no IB / UCX probing
+//   NVSHMEM_DISABLE_NVLS=1             no multicast objects (not lent, and not what is measured)
+//   NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1   full API with two PEs on one GPU under MPS
+//   NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=lo                 the UID bootstrap over loopback (both PEs on this host)
+//   NVSHMEM_SYMMETRIC_SIZE=2 x max-bytes + 256 MiB
+#include "bench_common.cuh"
+
+#include <nvshmem.h>
+#include <nvshmemx.h>
+
+namespace {
+
+using namespace bench;
+
+// ---- kernels ------------------------------------------------------------------------------------------------------------
+enum scope_id : int { scope_block = 0, scope_warp = 1, scope_thread = 2 };
+
+// put_bw / get_bw: block b moves [b*chunk, (b+1)*chunk) `iters` times through the scope's call; one quiet at the end.
+template <bool Put, bool Nbi, int Scope>
+__global__ void __launch_bounds__(1024) nv_bulk(char* dst, const char* src, std::size_t bytes, std::size_t chunk,
+                                                int peer, long long iters) {
+  std::size_t off = blockIdx.x * chunk;
+  std::size_t n = off < bytes ? std::min(chunk, bytes - off) : 0;
+  if (n != 0) {  // uniform across the block: the block- and warp-scoped calls need all their threads
+    for (long long it = 0; it < iters; ++it) {
+      if constexpr (Scope == scope_block) {
+        if constexpr (Put && Nbi) nvshmemx_putmem_nbi_block(dst + off, src + off, n, peer);
+        else if constexpr (Put) nvshmemx_putmem_block(dst + off, src + off, n, peer);
+        else if constexpr (Nbi) nvshmemx_getmem_nbi_block(dst + off, src + off, n, peer);
+        else nvshmemx_getmem_block(dst + off, src + off, n, peer);
+      } else if constexpr (Scope == scope_warp) {
+        if constexpr (Put && Nbi) nvshmemx_putmem_nbi_warp(dst + off, src + off, n, peer);
+        else if constexpr (Put) nvshmemx_putmem_warp(dst + off, src + off, n, peer);
+        else if constexpr (Nbi) nvshmemx_getmem_nbi_warp(dst + off, src + off, n, peer);
+        else nvshmemx_getmem_warp(dst + off, src + off, n, peer);
+      } else {
+        if constexpr (Put && Nbi) nvshmem_putmem_nbi(dst + off, src + off, n, peer);
+        else if constexpr (Put) nvshmem_putmem(dst + off, src + off, n, peer);
+        else if constexpr (Nbi) nvshmem_getmem_nbi(dst + off, src + off, n, peer);
+        else nvshmem_getmem(dst + off, src + off, n, peer);
+      }
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) nvshmem_quiet();
+}
+
+using bulk_fn = void (*)(char*, const char*, std::size_t, std::size_t, int, long long);
+
+template <bool Put, bool Nbi>
+bulk_fn bulk_kernel(int scope) {
+  switch (scope) {
+    case scope_block: return nv_bulk<Put, Nbi, scope_block>;
+    case scope_warp: return nv_bulk<Put, Nbi, scope_warp>;
+    default: return nv_bulk<Put, Nbi, scope_thread>;
+  }
+}
+bulk_fn bulk_kernel(bool put, bool nbi, int scope) {
+  if (put) return nbi ? bulk_kernel<true, true>(scope) : bulk_kernel<true, false>(scope);
+  return nbi ? bulk_kernel<false, true>(scope) : bulk_kernel<false, false>(scope);
+}
+
+// p_lat: nvshmem_int_p + nvshmem_quiet per operation, as NVSHMEM's perftest shmem_p_latency.
+__global__ void nv_p_lat(int* dst, int mask, int peer, long long iters) {
+  for (long long i = 0; i < iters; ++i) {
+    nvshmem_int_p(dst + (i & mask), int(i), peer);
+    nvshmem_quiet();
+  }
+}
+
+// g_lat: dependent nvshmem_int_g (next address depends on the value; `mask` is 0 at run time).
+__global__ void nv_g_lat(const int* src, int mask, int peer, long long iters, int* sink) {
+  int v = 0;
+  for (long long i = 0; i < iters; ++i) v = nvshmem_int_g(src + (v & mask), peer);
+  *sink = v;
+}
+
+__global__ void nv_atomic_lat(int* dst, int mask, int peer, long long iters, int* sink) {
+  int old = 0;
+  for (long long i = 0; i < iters; ++i) old = nvshmem_int_atomic_fetch_add(dst + (old & mask), 1, peer);
+  *sink = old;
+}
+
+__global__ void nv_atomic_tput(int* dst, int peer, long long iters, int* sink) {
+  unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
+  int acc = 0;
+  for (long long i = 0; i < iters; ++i) acc += nvshmem_int_atomic_fetch_add(dst + tid, 1, peer);
+  sink[tid] = acc;
+}
+
+// pingpong: nvshmem_int_p of the sequence number + nvshmem_int_wait_until, full round trips.
+__global__ void nv_pingpong(int* flag, int pe, int base, long long iters) {
+  int peer = 1 - pe;
+  for (long long i = 1; i <= iters; ++i) {
+    int v = base + int(i);
+    if (pe == 0) {
+      nvshmem_int_p(flag, v, peer);
+      nvshmem_int_wait_until(flag, NVSHMEM_CMP_GE, v);
+    } else {
+      nvshmem_int_wait_until(flag, NVSHMEM_CMP_GE, v);
+      nvshmem_int_p(flag, v, peer);
+    }
+  }
+}
+
+// pingpong_signal: nvshmem_putmem_signal of 8 bytes (signal set) + nvshmem_signal_wait_until.
+__global__ void nv_pingpong_signal(std::uint64_t* sig, char* data, const char* src, int pe, std::uint64_t base,
+                                   long long iters) {
+  int peer = 1 - pe;
+  for (long long i = 1; i <= iters; ++i) {
+    std::uint64_t v = base + static_cast<std::uint64_t>(i);
+    if (pe != 0) nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, v);
+    nvshmem_putmem_signal(data, src, 8, sig, v, NVSHMEM_SIGNAL_SET, peer);
+    if (pe == 0) nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, v);
+  }
+}
+
+template <bool Block>
+__global__ void nv_barrier(long long iters) {
+  for (long long i = 0; i < iters; ++i) {
+    if constexpr (Block) nvshmemx_barrier_all_block();
+    else nvshmem_barrier_all();
+  }
+}
+
+// ---- set-up -----------------------------------------------------------------------------------------------------------
+void set_env_default(const char* name, const std::string& value) {
+  if (::setenv(name, value.c_str(), 0) != 0) die(3, "setenv %s: %s", name, std::strerror(errno));
+}
+
+void init_nvshmem(context& c) {
+  set_step("NVSHMEM unique-id bootstrap");
+  nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
+  if (c.pe == 0 && nvshmemx_get_uniqueid(&id) != 0) die(2, "nvshmemx_get_uniqueid failed");
+  id = c.link.broadcast(id);
+  nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
+  if (nvshmemx_set_attr_uniqueid_args(c.pe, c.link.npes(), &id, &attr) != 0)
+    die(2, "nvshmemx_set_attr_uniqueid_args failed");
+  set_step("nvshmemx_init_attr");
+  if (nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr) != 0) die(2, "nvshmemx_init_attr failed");
+  if (nvshmem_my_pe() != c.pe || nvshmem_n_pes() != c.link.npes())
+    die(2, "NVSHMEM numbered this process PE %d of %d, the harness PE %d of %d", nvshmem_my_pe(), nvshmem_n_pes(),
+        c.pe, c.link.npes());
+}
+
+template <class T = char>
+T* sym_alloc(std::size_t bytes) {
+  void* p = nvshmem_malloc(bytes);
+  if (!p)
+    die(2, "nvshmem_malloc(%zu) returned null: NVSHMEM_SYMMETRIC_SIZE=%s too small for --max-bytes?", bytes,
+        std::getenv("NVSHMEM_SYMMETRIC_SIZE"));
+  return static_cast<T*>(p);
+}
+
+struct ctrl_layout {
+  static constexpr std::size_t pp_flag = 0, signal = 128, payload = 192, payload_src = 256;
+  static constexpr std::size_t atomics = 1 * MiB, atomics_bytes = 3 * MiB, bytes = 4 * MiB;
+};
+
+struct buffers {
+  char* src;   // symmetric, max bytes, pattern of seed pe + 1
+  char* dst;   // symmetric, max bytes
+  char* ctrl;  // symmetric, flags and atomics
+  int* sink;   // local, sinks of the latency / throughput kernels
+};
+
+void bulk(context& c, const buffers& b, direction d, const char* scope) {
+  const char* name = d == direction::put ? "put_bw" : "get_bw";
+  if (!c.opt.wants(name, scope)) return;
+  std::string_view sc = scope;
+  bool small = sc == "warp" || sc == "thread";
+  bool put = d == direction::put;
+  std::uint32_t seed = put ? 1u : 2u;
+  int peer = 1 - c.pe;
+  for (std::size_t bytes : sweep(c.opt.min_bytes, small ? c.opt.small_max_bytes : c.opt.max_bytes)) {
+    set_step("nvshmem %s %s %zu bytes", name, scope, bytes);
+    best_of best;
+    if (sc == "stream") {
+      best.offer(one_sided(c, d, b.dst, bytes, seed, c.opt.target_ms,
+                           [&](long long n) {
+                             for (long long i = 0; i < n; ++i) {
+                               if (put) nvshmemx_putmem_on_stream(b.dst, b.src, bytes, peer, c.stream);
+                               else nvshmemx_getmem_on_stream(b.dst, b.src, bytes, peer, c.stream);
+                             }
+                           }),
+                 put ? "nvshmemx_putmem_on_stream" : "nvshmemx_getmem_on_stream");
+    } else {
+      int sid = sc == "block" ? scope_block : sc == "warp" ? scope_warp : scope_thread;
+      std::vector<block_shape> shapes = sid == scope_block ? block_shapes(c.sm_count)
+                                        : sid == scope_warp ? std::vector<block_shape>{{1, 32}}
+                                                            : std::vector<block_shape>{{1, 1}};
+      for (bool nbi : {false, true}) {
+        bulk_fn k = bulk_kernel(put, nbi, sid);
+        int max_threads = max_block_threads(reinterpret_cast<const void*>(k));
+        for (block_shape s : shapes) {
+          if (s.threads > max_threads) continue;
+          std::size_t chunk = sid == scope_block ? chunk_bytes(bytes, s.grid) : bytes;
+          best.offer(one_sided(c, d, b.dst, bytes, seed, c.opt.target_ms,
+                               [&](long long n) {
+                                 k<<<s.grid, s.threads, 0, c.stream>>>(b.dst, b.src, bytes, chunk, peer, n);
+                               }),
+                     std::string(nbi ? "nbi " : "blocking ") + std::to_string(s.grid) + "x" +
+                         std::to_string(s.threads));
+        }
+      }
+    }
+    if (best.best) {
+      const measurement& m = *best.best;
+      c.row(name, scope, bytes, m.iters, m.st.median_us, m.st.min_us, m.st.p90_us, true);
+      if (sc != "stream") c.note("%s %s %zu: best %s", name, scope, bytes, best.label.c_str());
+    }
+  }
+}
+
+void latency_points(context& c, const buffers& b) {
+  auto emit = [&](const char* name, const char* scope, std::size_t bytes, const std::optional<measurement>& m,
+                  bool bw) {
+    if (m) c.row(name, scope, bytes, m->iters, m->st.median_us, m->st.min_us, m->st.p90_us, bw);
+  };
+  int peer = 1 - c.pe;
+  int* atomics = reinterpret_cast<int*>(b.ctrl + ctrl_layout::atomics);
+  if (c.opt.wants("p_lat", "thread")) {
+    set_step("nvshmem p_lat");
+    emit("p_lat", "thread", 4, one_sided(c, direction::put, nullptr, 4, 0, c.opt.lat_target_ms, [&](long long n) {
+           nv_p_lat<<<1, 1, 0, c.stream>>>(atomics, 0, peer, n);
+         }), false);
+  }
+  if (c.opt.wants("g_lat", "thread")) {
+    set_step("nvshmem g_lat");
+    const int* src = reinterpret_cast<const int*>(b.src);
+    emit("g_lat", "thread", 4, one_sided(c, direction::get, nullptr, 4, 0, c.opt.lat_target_ms, [&](long long n) {
+           nv_g_lat<<<1, 1, 0, c.stream>>>(src, 0, peer, n, b.sink);
+         }), false);
+  }
+  if (c.opt.wants("atomic_fetch_add_lat", "thread")) {
+    set_step("nvshmem atomic_fetch_add_lat");
+    emit("atomic_fetch_add_lat", "thread", 4,
+         one_sided(c, direction::put, nullptr, 4, 0, c.opt.lat_target_ms,
+                   [&](long long n) { nv_atomic_lat<<<1, 1, 0, c.stream>>>(atomics, 0, peer, n, b.sink); }),
+         false);
+  }
+  if (c.opt.wants("atomic_fetch_add_tput", "grid")) {
+    set_step("nvshmem atomic_fetch_add_tput");
+    int grid = 4 * c.sm_count, threads = 256;
+    std::size_t nthreads = std::size_t(grid) * threads;
+    if (nthreads * 4 > ctrl_layout::atomics_bytes) die(2, "atomic area too small for %zu threads", nthreads);
+    emit("atomic_fetch_add_tput", "grid", nthreads * 4,
+         one_sided(c, direction::put, nullptr, 4, 0, c.opt.target_ms,
+                   [&](long long n) { nv_atomic_tput<<<grid, threads, 0, c.stream>>>(atomics, peer, n, b.sink); }),
+         true);
+  }
+}
+
+// Two-sided kernels go through nvshmemx_collective_launch, as NVSHMEM requires for kernels that synchronise PEs.
+void collective_launch(const void* fn, int threads, void** args, cudaStream_t s) {
+  int st = nvshmemx_collective_launch(fn, dim3(1), dim3(unsigned(threads)), args, 0, s);
+  if (st != 0) die(2, "nvshmemx_collective_launch failed: %d [during: %s]", st, g_step);
+}
+
+void two_sided_points(context& c, const buffers& b) {
+  auto emit = [&](const char* name, const char* scope, std::size_t bytes, const measurement& m) {
+    c.row(name, scope, bytes, m.iters, m.st.median_us, m.st.min_us, m.st.p90_us, false);
+  };
+  int pe = c.pe;
+  if (c.opt.wants("pingpong", "thread")) {
+    set_step("nvshmem pingpong");
+    int* flag = reinterpret_cast<int*>(b.ctrl + ctrl_layout::pp_flag);
+    int seq = 0;
+    measurement m = measure(
+        [&](long long n) {
+          void* args[] = {&flag, &pe, &seq, &n};
+          collective_launch(reinterpret_cast<const void*>(nv_pingpong), 1, args, c.stream);
+          seq += int(n);
+        },
+        c.stream, c.opt, c.opt.lat_target_ms, &c.link);
+    emit("pingpong", "thread", 4, m);
+    if (m.st.median_us > 100)
+      c.note("pingpong takes %.0f us per round trip: the two PEs' kernels time-slice (no MPS?)", m.st.median_us);
+  }
+  if (c.opt.wants("pingpong_signal", "thread")) {
+    set_step("nvshmem pingpong_signal");
+    auto* sig = reinterpret_cast<std::uint64_t*>(b.ctrl + ctrl_layout::signal);
+    char* data = b.ctrl + ctrl_layout::payload;
+    const char* src = b.ctrl + ctrl_layout::payload_src;
+    std::uint64_t seq = 0;
+    measurement m = measure(
+        [&](long long n) {
+          void* args[] = {&sig, &data, &src, &pe, &seq, &n};
+          collective_launch(reinterpret_cast<const void*>(nv_pingpong_signal), 1, args, c.stream);
+          seq += static_cast<std::uint64_t>(n);
+        },
+        c.stream, c.opt, c.opt.lat_target_ms, &c.link);
+    emit("pingpong_signal", "thread", 8, m);
+  }
+  for (const char* scope : {"thread", "block"}) {
+    if (!c.opt.wants("barrier_lat", scope)) continue;
+    set_step("nvshmem barrier_lat %s", scope);
+    bool block = std::string_view(scope) == "block";
+    measurement m = measure(
+        [&](long long n) {
+          void* args[] = {&n};
+          collective_launch(block ? reinterpret_cast<const void*>(nv_barrier<true>)
+                                  : reinterpret_cast<const void*>(nv_barrier<false>),
+                            block ? 128 : 1, args, c.stream);
+        },
+        c.stream, c.opt, c.opt.lat_target_ms, &c.link);
+    emit("barrier_lat", scope, 0, m);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Environment first: start() forks, and each PE initialises NVSHMEM from it.
+  options pre = parse_options(argc, argv);
+  std::size_t region = (pre.max_bytes + 2 * MiB - 1) / (2 * MiB) * (2 * MiB);
+  set_env_default("NVSHMEM_REMOTE_TRANSPORT", "none");
+  set_env_default("NVSHMEM_DISABLE_NVLS", "1");
+  set_env_default("NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "1");
+  set_env_default("NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME", "lo");
+  set_env_default("NVSHMEM_SYMMETRIC_SIZE", std::to_string(2 * region + ctrl_layout::bytes + 256 * MiB));
+
+  context c = start(argc, argv, "nvshmem");
+  init_nvshmem(c);
+  c.note("NVSHMEM %d.%d.%d (headers), NVSHMEM_SYMMETRIC_SIZE=%s", NVSHMEM_VENDOR_MAJOR_VERSION,
+         NVSHMEM_VENDOR_MINOR_VERSION, NVSHMEM_VENDOR_PATCH_VERSION, std::getenv("NVSHMEM_SYMMETRIC_SIZE"));
+
+  set_step("symmetric allocation");
+  buffers b{sym_alloc(region), sym_alloc(region), sym_alloc(ctrl_layout::bytes), nullptr};
+  BENCH_CUDA(cudaMalloc(&b.sink, ctrl_layout::atomics_bytes));
+  BENCH_CUDA(cudaMemsetAsync(b.dst, 0, region, c.stream));
+  BENCH_CUDA(cudaMemsetAsync(b.ctrl, 0, ctrl_layout::bytes, c.stream));
+  fill_pattern(b.src, region, std::uint32_t(c.pe + 1), c.stream);
+  c.link.barrier();
+
+  for (direction d : {direction::put, direction::get})
+    for (const char* scope : {"block", "warp", "thread", "stream"}) bulk(c, b, d, scope);
+  latency_points(c, b);
+  two_sided_points(c, b);
+
+  set_step("teardown");
+  BENCH_CUDA(cudaDeviceSynchronize());
+  c.link.barrier();
+  nvshmem_free(b.ctrl);
+  nvshmem_free(b.dst);
+  nvshmem_free(b.src);
+  BENCH_CUDA(cudaFree(b.sink));
+  nvshmem_finalize();
+  return c.finish();
+}

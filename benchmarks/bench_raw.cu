@@ -1,0 +1,495 @@
+// bench_raw.cu — the hand-written CUDA baseline of the comparison suite: what a careful engineer writes without a
+// library. Two processes (fork before any CUDA call), one heap each, exchanged with CUDA IPC over a socketpair;
+// every operation is a plain load, store, atomic or copy through the peer's mapping. Rows: impl "raw".
+//
+// Heap exchange: the legacy cudaIpcGetMemHandle / cudaIpcOpenMemHandle by default. If opening fails on either PE
+// (some MPS or container set-ups), both fall back to a VMM allocation exported as a POSIX file descriptor and
+// passed with SCM_RIGHTS (what symm's CUDA backend does). BENCH_RAW_IPC=legacy|vmm forces one.
+#include "bench_common.cuh"
+
+#include <cuda.h>  // driver API types only: entry points come through cudaGetDriverEntryPointByVersion (no -lcuda)
+
+#include <cinttypes>
+
+namespace {
+
+using namespace bench;
+
+// ---- device-side primitives -----------------------------------------------------------------------------------------
+constexpr unsigned long long spin_timeout_ns = 10'000'000'000ull;  // a peer silent for 10 s: report, do not hang
+
+__device__ __forceinline__ void st_relaxed_sys(int* p, int v) {
+  asm volatile("st.relaxed.sys.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ int ld_relaxed_sys(const int* p) {
+  int v;
+  asm volatile("ld.relaxed.sys.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release_sys(int* p, int v) {
+  asm volatile("st.release.sys.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ int ld_acquire_sys(const int* p) {
+  int v;
+  asm volatile("ld.acquire.sys.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release_sys(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ unsigned long long ld_acquire_sys(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// Spins until load() >= v. Returns false (and sets *err) when nothing arrives for spin_timeout_ns.
+template <class T, class Load>
+__device__ __forceinline__ bool wait_geq(Load load, T v, int* err) {
+  unsigned spins = 0;
+  unsigned long long t0 = 0;
+  while (load() < v) {
+    if ((++spins & 4095u) == 0) {
+      unsigned long long t = globaltimer_ns();
+      if (t0 == 0) t0 = t;
+      else if (t - t0 > spin_timeout_ns) {
+        *err = 1;
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// Copies `bytes` with 16-byte accesses (dst, src 16-byte aligned) by threads rank..count, 4 loads in flight each.
+__device__ __forceinline__ void copy_bytes(char* dst, const char* src, std::size_t bytes, unsigned rank,
+                                           unsigned count) {
+  constexpr unsigned unroll = 4;
+  std::size_t n16 = bytes / 16;
+  auto* d = reinterpret_cast<int4*>(dst);
+  auto* s = reinterpret_cast<const int4*>(src);
+  std::size_t i = rank;
+  for (; i + (unroll - 1) * std::size_t(count) < n16; i += unroll * std::size_t(count)) {
+    int4 v[unroll];
+#pragma unroll
+    for (unsigned u = 0; u < unroll; ++u) v[u] = s[i + u * std::size_t(count)];
+#pragma unroll
+    for (unsigned u = 0; u < unroll; ++u) d[i + u * std::size_t(count)] = v[u];
+  }
+  for (; i < n16; i += count) d[i] = s[i];
+  for (std::size_t j = n16 * 16 + rank; j < bytes; j += count) dst[j] = src[j];
+}
+
+// put_bw / get_bw, every scope: block b copies [b*chunk, (b+1)*chunk) with all its threads, `iters` times. Warp
+// scope is this kernel on <<<1, 32>>> with chunk = bytes, thread scope on <<<1, 1>>>.
+__global__ void __launch_bounds__(1024) raw_copy(char* dst, const char* src, std::size_t bytes, std::size_t chunk,
+                                                 long long iters) {
+  std::size_t off = blockIdx.x * chunk;
+  std::size_t n = off < bytes ? std::min(chunk, bytes - off) : 0;
+  if (n != 0) {
+    for (long long it = 0; it < iters; ++it) {
+      copy_bytes(dst + off, src + off, n, threadIdx.x, blockDim.x);
+      asm volatile("" ::: "memory");  // keep every iteration: no merging of repeated identical copies
+    }
+  }
+  __threadfence_system();
+}
+
+// p_lat: a 4-byte store into the peer's mapping, made visible system-wide before the next (nvshmem_int_p +
+// nvshmem_quiet in the NVSHMEM twin, as its perftest shmem_p_latency).
+__global__ void raw_p_lat(int* peer, int mask, long long iters) {
+  for (long long i = 0; i < iters; ++i) {
+    *reinterpret_cast<volatile int*>(peer + (i & mask)) = int(i);
+    __threadfence_system();
+  }
+}
+
+// g_lat: dependent 4-byte loads from the peer's mapping (the next address depends on the loaded value: `mask` is
+// 0 at run time, unknown to the compiler).
+__global__ void raw_g_lat(const int* peer, int mask, long long iters, int* sink) {
+  int v = 0;
+  for (long long i = 0; i < iters; ++i) v = *reinterpret_cast<const volatile int*>(peer + (v & mask));
+  *sink = v;
+}
+
+// atomic_fetch_add_lat: dependent fetch-adds on a peer word, one thread.
+__global__ void raw_atomic_lat(int* peer, int mask, long long iters, int* sink) {
+  int old = 0;
+  for (long long i = 0; i < iters; ++i) old = atomicAdd_system(peer + (old & mask), 1);
+  *sink = old;
+}
+
+// atomic_fetch_add_tput: every thread of a full grid fetch-adds its own peer word, `iters` times.
+__global__ void raw_atomic_tput(int* peer, long long iters, int* sink) {
+  unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
+  int acc = 0;
+  for (long long i = 0; i < iters; ++i) acc += atomicAdd_system(peer + tid, 1);
+  sink[tid] = acc;
+}
+
+// pingpong: PE 0 stores seq into PE 1's flag and waits for PE 1 to store it back into its own; iters round trips.
+__global__ void raw_pingpong(int* mine, int* theirs, int pe, int base, long long iters, int* err) {
+  for (long long i = 1; i <= iters; ++i) {
+    int v = base + int(i);
+    if (pe == 0) {
+      st_relaxed_sys(theirs, v);
+      if (!wait_geq([&] { return ld_relaxed_sys(mine); }, v, err)) return;
+    } else {
+      if (!wait_geq([&] { return ld_relaxed_sys(mine); }, v, err)) return;
+      st_relaxed_sys(theirs, v);
+    }
+  }
+}
+
+// pingpong_signal: an 8-byte payload store then a release store of a 64-bit signal (put + signal), answered the
+// same way; the waiting side acquires the signal.
+__global__ void raw_pingpong_signal(unsigned long long* my_sig, unsigned long long* their_sig,
+                                    unsigned long long* their_payload, int pe, unsigned long long base,
+                                    long long iters, int* err) {
+  for (long long i = 1; i <= iters; ++i) {
+    unsigned long long v = base + static_cast<unsigned long long>(i);
+    if (pe != 0 && !wait_geq([&] { return ld_acquire_sys(my_sig); }, v, err)) return;
+    *reinterpret_cast<volatile unsigned long long*>(their_payload) = v;
+    st_release_sys(their_sig, v);
+    if (pe == 0 && !wait_geq([&] { return ld_acquire_sys(my_sig); }, v, err)) return;
+  }
+}
+
+// barrier_lat: a 2-PE barrier — release-store my epoch into the peer's flag, acquire-wait for the peer's epoch in
+// mine. Thread scope on <<<1, 1>>>, block scope on <<<1, 128>>> (thread 0 talks, the block syncs around it).
+__global__ void raw_barrier(int* mine, int* theirs, int base, long long iters, int* err) {
+  __shared__ int failed;
+  if (threadIdx.x == 0) failed = 0;
+  for (long long i = 1; i <= iters; ++i) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      int e = base + int(i);
+      st_release_sys(theirs, e);
+      if (!wait_geq([&] { return ld_acquire_sys(mine); }, e, err)) failed = 1;
+    }
+    __syncthreads();
+    if (failed) return;
+  }
+}
+
+// ---- heap exchange ----------------------------------------------------------------------------------------------------
+#define BENCH_CU(call) check_cu((call), #call, __FILE__, __LINE__)
+void check_cu(CUresult r, const char* call, const char* file, int line) {
+  if (r != CUDA_SUCCESS) die(2, "%s:%d: %s failed: CUresult %d [during: %s]", file, line, call, int(r), g_step);
+}
+
+template <class F>
+F driver_entry(const char* name) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult q{};
+  BENCH_CUDA(cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q));
+  if (!fn || q != cudaDriverEntryPointSuccess) die(2, "driver entry point %s not found", name);
+  return reinterpret_cast<F>(fn);
+}
+
+struct vmm_api {
+  decltype(&cuMemGetAllocationGranularity) granularity = driver_entry<decltype(granularity)>(
+      "cuMemGetAllocationGranularity");
+  decltype(&cuMemCreate) create = driver_entry<decltype(create)>("cuMemCreate");
+  decltype(&cuMemExportToShareableHandle) export_handle = driver_entry<decltype(export_handle)>(
+      "cuMemExportToShareableHandle");
+  decltype(&cuMemImportFromShareableHandle) import_handle = driver_entry<decltype(import_handle)>(
+      "cuMemImportFromShareableHandle");
+  decltype(&cuMemAddressReserve) reserve = driver_entry<decltype(reserve)>("cuMemAddressReserve");
+  decltype(&cuMemMap) map = driver_entry<decltype(map)>("cuMemMap");
+  decltype(&cuMemSetAccess) set_access = driver_entry<decltype(set_access)>("cuMemSetAccess");
+  decltype(&cuMemUnmap) unmap = driver_entry<decltype(unmap)>("cuMemUnmap");
+  decltype(&cuMemRelease) release = driver_entry<decltype(release)>("cuMemRelease");
+  decltype(&cuMemAddressFree) address_free = driver_entry<decltype(address_free)>("cuMemAddressFree");
+};
+
+struct heap {
+  char* local = nullptr;
+  char* peer = nullptr;
+  std::size_t bytes = 0;
+  const char* how = "";
+  bool vmm = false;
+  CUmemGenericAllocationHandle local_h{}, peer_h{};
+};
+
+bool open_legacy(context& c, heap& h) {
+  BENCH_CUDA(cudaMalloc(&h.local, h.bytes));
+  cudaIpcMemHandle_t mine{};
+  BENCH_CUDA(cudaIpcGetMemHandle(&mine, h.local));
+  cudaIpcMemHandle_t theirs = c.link.exchange(mine);
+  void* p = nullptr;
+  cudaError_t e = cudaIpcOpenMemHandle(&p, theirs, cudaIpcMemLazyEnablePeerAccess);
+  (void)cudaGetLastError();
+  bool ok = e == cudaSuccess;
+  bool peer_ok = c.link.exchange(ok);
+  if (ok && peer_ok) {
+    h.peer = static_cast<char*>(p);
+    h.how = "legacy cudaIpcGetMemHandle/cudaIpcOpenMemHandle";
+    return true;
+  }
+  if (!ok)
+    std::fprintf(stderr, "[pe %d] cudaIpcOpenMemHandle failed: %s (%s)\n", c.pe, cudaGetErrorName(e),
+                 cudaGetErrorString(e));
+  if (ok) BENCH_CUDA(cudaIpcCloseMemHandle(p));
+  c.link.barrier();  // nobody maps the other's buffer any more
+  BENCH_CUDA(cudaFree(h.local));
+  h.local = nullptr;
+  return false;
+}
+
+void open_vmm(context& c, heap& h) {
+  vmm_api api;
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = c.device;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  std::size_t gran = 0;
+  BENCH_CU(api.granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+  h.bytes = (h.bytes + gran - 1) / gran * gran;
+  if (c.link.exchange(h.bytes) != h.bytes) die(2, "the two PEs computed different heap sizes");
+  BENCH_CU(api.create(&h.local_h, h.bytes, &prop, 0));
+  int fd = -1;
+  BENCH_CU(api.export_handle(&fd, h.local_h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+  c.link.send_fd(fd);
+  int peer_fd = c.link.recv_fd();
+  BENCH_CU(api.import_handle(&h.peer_h, reinterpret_cast<void*>(static_cast<std::uintptr_t>(peer_fd)),
+                             CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+  ::close(fd);
+  ::close(peer_fd);
+  CUmemAccessDesc access{};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = c.device;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  CUdeviceptr a = 0, b = 0;
+  BENCH_CU(api.reserve(&a, h.bytes, gran, 0, 0));
+  BENCH_CU(api.map(a, h.bytes, 0, h.local_h, 0));
+  BENCH_CU(api.set_access(a, h.bytes, &access, 1));
+  BENCH_CU(api.reserve(&b, h.bytes, gran, 0, 0));
+  BENCH_CU(api.map(b, h.bytes, 0, h.peer_h, 0));
+  BENCH_CU(api.set_access(b, h.bytes, &access, 1));
+  h.local = reinterpret_cast<char*>(a);
+  h.peer = reinterpret_cast<char*>(b);
+  h.vmm = true;
+  h.how = "VMM cuMemCreate + POSIX fd over SCM_RIGHTS";
+}
+
+heap map_heap(context& c, std::size_t bytes) {
+  set_step("heap exchange (%zu bytes per PE)", bytes);
+  heap h;
+  h.bytes = bytes;
+  const char* want = std::getenv("BENCH_RAW_IPC");
+  std::string mode = want && *want ? want : "auto";
+  if (mode != "auto" && mode != "legacy" && mode != "vmm") die(64, "BENCH_RAW_IPC must be auto, legacy or vmm");
+  if (mode != "vmm" && open_legacy(c, h)) return h;
+  if (mode == "legacy") die(2, "legacy CUDA IPC failed (BENCH_RAW_IPC=legacy): see the message above");
+  if (mode == "auto") c.note("legacy CUDA IPC failed, falling back to VMM + POSIX fd");
+  open_vmm(c, h);
+  return h;
+}
+
+void close_heap(context& c, heap& h) {
+  BENCH_CUDA(cudaDeviceSynchronize());
+  c.link.barrier();
+  if (!h.vmm) {
+    BENCH_CUDA(cudaIpcCloseMemHandle(h.peer));
+    c.link.barrier();  // the peer has unmapped our buffer before we free it
+    BENCH_CUDA(cudaFree(h.local));
+    return;
+  }
+  vmm_api api;
+  BENCH_CU(api.unmap(reinterpret_cast<CUdeviceptr>(h.peer), h.bytes));
+  BENCH_CU(api.address_free(reinterpret_cast<CUdeviceptr>(h.peer), h.bytes));
+  BENCH_CU(api.release(h.peer_h));
+  c.link.barrier();
+  BENCH_CU(api.unmap(reinterpret_cast<CUdeviceptr>(h.local), h.bytes));
+  BENCH_CU(api.address_free(reinterpret_cast<CUdeviceptr>(h.local), h.bytes));
+  BENCH_CU(api.release(h.local_h));
+}
+
+// ---- the points ------------------------------------------------------------------------------------------------------
+// Control region of each heap (after src and dst).
+struct ctrl_layout {
+  static constexpr std::size_t pp_flag = 0, bar_flag = 64, signal = 128, payload = 192, err = 256, sink = 320;
+  static constexpr std::size_t atomics = 1 * MiB, atomics_bytes = 3 * MiB, sinks = 4 * MiB, bytes = 8 * MiB;
+};
+
+struct buffers {
+  char *src, *dst, *ctrl;     // local
+  char *psrc, *pdst, *pctrl;  // the peer's, through its mapping
+  template <class T>
+  T* at(char* base, std::size_t off) const {
+    return reinterpret_cast<T*>(base + off);
+  }
+};
+
+void bulk(context& c, const buffers& b, direction d, const char* scope) {
+  const char* name = d == direction::put ? "put_bw" : "get_bw";
+  if (!c.opt.wants(name, scope)) return;
+  std::string_view sc = scope;
+  bool small = sc == "warp" || sc == "thread";
+  char* to = d == direction::put ? b.pdst : b.dst;
+  const char* from = d == direction::put ? b.src : b.psrc;
+  std::uint32_t seed = d == direction::put ? 1u : 2u;  // PE k's src holds the pattern of seed k + 1
+  for (std::size_t bytes : sweep(c.opt.min_bytes, small ? c.opt.small_max_bytes : c.opt.max_bytes)) {
+    set_step("raw %s %s %zu bytes", name, scope, bytes);
+    best_of best;
+    if (sc == "block") {
+      int max_threads = max_block_threads(reinterpret_cast<const void*>(raw_copy));
+      for (block_shape s : block_shapes(c.sm_count)) {
+        if (s.threads > max_threads) continue;
+        std::size_t chunk = chunk_bytes(bytes, s.grid);
+        best.offer(one_sided(c, d, b.dst, bytes, seed, c.opt.target_ms,
+                             [&](long long n) {
+                               raw_copy<<<s.grid, s.threads, 0, c.stream>>>(to, from, bytes, chunk, n);
+                             }),
+                   std::to_string(s.grid) + "x" + std::to_string(s.threads));
+      }
+    } else if (sc == "stream") {
+      best.offer(one_sided(c, d, b.dst, bytes, seed, c.opt.target_ms,
+                           [&](long long n) {
+                             for (long long i = 0; i < n; ++i)
+                               BENCH_CUDA(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, c.stream));
+                           }),
+                 "cudaMemcpyAsync");
+    } else {
+      int threads = sc == "warp" ? 32 : 1;
+      best.offer(one_sided(c, d, b.dst, bytes, seed, c.opt.target_ms,
+                           [&](long long n) { raw_copy<<<1, threads, 0, c.stream>>>(to, from, bytes, bytes, n); }),
+                 sc == "warp" ? "1x32" : "1x1");
+    }
+    if (best.best) {
+      const measurement& m = *best.best;
+      c.row(name, scope, bytes, m.iters, m.st.median_us, m.st.min_us, m.st.p90_us, true);
+      if (sc == "block") c.note("%s block %zu: best shape %s", name, bytes, best.label.c_str());
+    }
+  }
+}
+
+void latency_points(context& c, const buffers& b) {
+  auto emit = [&](const char* name, const char* scope, std::size_t bytes, const std::optional<measurement>& m,
+                  bool bw) {
+    if (m) c.row(name, scope, bytes, m->iters, m->st.median_us, m->st.min_us, m->st.p90_us, bw);
+  };
+  int* sink = b.at<int>(b.ctrl, ctrl_layout::sink);
+  if (c.opt.wants("p_lat", "thread")) {
+    set_step("raw p_lat");
+    int* peer = b.at<int>(b.pctrl, ctrl_layout::atomics);
+    emit("p_lat", "thread", 4, one_sided(c, direction::put, nullptr, 4, 0, c.opt.lat_target_ms, [&](long long n) {
+           raw_p_lat<<<1, 1, 0, c.stream>>>(peer, 0, n);
+         }), false);
+  }
+  if (c.opt.wants("g_lat", "thread")) {
+    set_step("raw g_lat");
+    const int* peer = b.at<int>(b.psrc, 0);
+    emit("g_lat", "thread", 4, one_sided(c, direction::get, nullptr, 4, 0, c.opt.lat_target_ms, [&](long long n) {
+           raw_g_lat<<<1, 1, 0, c.stream>>>(peer, 0, n, sink);
+         }), false);
+  }
+  if (c.opt.wants("atomic_fetch_add_lat", "thread")) {
+    set_step("raw atomic_fetch_add_lat");
+    int* peer = b.at<int>(b.pctrl, ctrl_layout::atomics);
+    emit("atomic_fetch_add_lat", "thread", 4,
+         one_sided(c, direction::put, nullptr, 4, 0, c.opt.lat_target_ms,
+                   [&](long long n) { raw_atomic_lat<<<1, 1, 0, c.stream>>>(peer, 0, n, sink); }),
+         false);
+  }
+  if (c.opt.wants("atomic_fetch_add_tput", "grid")) {
+    set_step("raw atomic_fetch_add_tput");
+    int grid = 4 * c.sm_count, threads = 256;
+    std::size_t nthreads = std::size_t(grid) * threads;
+    if (nthreads * 4 > ctrl_layout::atomics_bytes) die(2, "atomic area too small for %zu threads", nthreads);
+    int* peer = b.at<int>(b.pctrl, ctrl_layout::atomics);
+    int* sinks = b.at<int>(b.ctrl, ctrl_layout::sinks);
+    emit("atomic_fetch_add_tput", "grid", nthreads * 4,
+         one_sided(c, direction::put, nullptr, 4, 0, c.opt.target_ms,
+                   [&](long long n) { raw_atomic_tput<<<grid, threads, 0, c.stream>>>(peer, n, sinks); }),
+         true);
+  }
+}
+
+void check_err(int* err, const char* what) {
+  int h = 0;
+  BENCH_CUDA(cudaMemcpy(&h, err, sizeof h, cudaMemcpyDeviceToHost));
+  if (h)
+    die(1, "%s: the peer did not answer for %.0f s. Are both kernels running at once? Two PEs on one GPU need "
+        "the MPS daemon (benchmarks/run_all.sh starts one).", what, double(spin_timeout_ns) * 1e-9);
+}
+
+void two_sided_points(context& c, const buffers& b) {
+  int* err = b.at<int>(b.ctrl, ctrl_layout::err);
+  auto emit = [&](const char* name, const char* scope, std::size_t bytes, const measurement& m) {
+    c.row(name, scope, bytes, m.iters, m.st.median_us, m.st.min_us, m.st.p90_us, false);
+  };
+  if (c.opt.wants("pingpong", "thread")) {
+    set_step("raw pingpong");
+    int seq = 0;
+    int* mine = b.at<int>(b.ctrl, ctrl_layout::pp_flag);
+    int* theirs = b.at<int>(b.pctrl, ctrl_layout::pp_flag);
+    measurement m = measure(
+        [&](long long n) {
+          raw_pingpong<<<1, 1, 0, c.stream>>>(mine, theirs, c.pe, seq, n, err);
+          seq += int(n);
+        },
+        c.stream, c.opt, c.opt.lat_target_ms, &c.link);
+    check_err(err, "pingpong");
+    emit("pingpong", "thread", 4, m);
+    if (m.st.median_us > 100)
+      c.note("pingpong takes %.0f us per round trip: the two PEs' kernels time-slice (no MPS?)", m.st.median_us);
+  }
+  if (c.opt.wants("pingpong_signal", "thread")) {
+    set_step("raw pingpong_signal");
+    unsigned long long seq = 0;
+    auto* mine = b.at<unsigned long long>(b.ctrl, ctrl_layout::signal);
+    auto* theirs = b.at<unsigned long long>(b.pctrl, ctrl_layout::signal);
+    auto* payload = b.at<unsigned long long>(b.pctrl, ctrl_layout::payload);
+    measurement m = measure(
+        [&](long long n) {
+          raw_pingpong_signal<<<1, 1, 0, c.stream>>>(mine, theirs, payload, c.pe, seq, n, err);
+          seq += static_cast<unsigned long long>(n);
+        },
+        c.stream, c.opt, c.opt.lat_target_ms, &c.link);
+    check_err(err, "pingpong_signal");
+    emit("pingpong_signal", "thread", 8, m);
+  }
+  int bar_seq = 0;  // shared by both barrier scopes: the flags only grow
+  for (const char* scope : {"thread", "block"}) {
+    if (!c.opt.wants("barrier_lat", scope)) continue;
+    set_step("raw barrier_lat %s", scope);
+    int threads = std::string_view(scope) == "block" ? 128 : 1;
+    int* mine = b.at<int>(b.ctrl, ctrl_layout::bar_flag);
+    int* theirs = b.at<int>(b.pctrl, ctrl_layout::bar_flag);
+    measurement m = measure(
+        [&](long long n) {
+          raw_barrier<<<1, threads, 0, c.stream>>>(mine, theirs, bar_seq, n, err);
+          bar_seq += int(n);
+        },
+        c.stream, c.opt, c.opt.lat_target_ms, &c.link);
+    check_err(err, "barrier_lat");
+    emit("barrier_lat", scope, 0, m);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  context c = start(argc, argv, "raw");
+  std::size_t region = (c.opt.max_bytes + 2 * MiB - 1) / (2 * MiB) * (2 * MiB);
+  heap h = map_heap(c, 2 * region + ctrl_layout::bytes);
+  c.note("heap exchange: %s, %zu bytes per PE", h.how, h.bytes);
+  buffers b{h.local, h.local + region, h.local + 2 * region, h.peer, h.peer + region, h.peer + 2 * region};
+
+  set_step("buffer initialisation");
+  BENCH_CUDA(cudaMemsetAsync(h.local, 0, h.bytes, c.stream));
+  fill_pattern(b.src, region, std::uint32_t(c.pe + 1), c.stream);
+  c.link.barrier();
+
+  for (direction d : {direction::put, direction::get})
+    for (const char* scope : {"block", "warp", "thread", "stream"}) bulk(c, b, d, scope);
+  latency_points(c, b);
+  two_sided_points(c, b);
+
+  set_step("teardown");
+  close_heap(c, h);
+  return c.finish();
+}

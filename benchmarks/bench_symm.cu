@@ -1,0 +1,273 @@
+// bench_symm.cu — the symm implementation of the comparison suite: the same points as bench_raw.cu, written the way a
+// symm user writes them (symm::array, symm::remote, group-scoped put/get, device barriers). Rows: impl "symm".
+// The harness forks the two PEs (bench::start); each then joins one symm world through symm::launch's mechanism.
+#include "bench_common.cuh"
+
+#include <symm/symm.hpp>
+
+#include <cooperative_groups.h>
+#include <cuda/atomic>
+
+#include <optional>
+#include <random>
+#include <vector>
+
+namespace {
+
+using namespace bench;
+namespace cg = cooperative_groups;
+
+// ---- kernels ------------------------------------------------------------------------------------------------------
+// put_bw / get_bw: block b moves [b*chunk, (b+1)*chunk) with all its threads, `iters` times; warp and thread scopes
+// use one warp / one thread for the whole buffer.
+template <bool Put, class Group>
+__device__ void move_chunk(const Group& g, symm::array_ref<char> dst, symm::array_ref<char> src, int peer,
+                          std::size_t off, std::size_t n, long long iters) {
+  for (long long it = 0; it < iters; ++it) {
+    if constexpr (Put) symm::put(g, symm::remote(dst, peer).subspan(off, n), src.local().subspan(off, n));
+    else symm::get(g, dst.local().subspan(off, n), symm::remote(src, peer).subspan(off, n));
+    asm volatile("" ::: "memory");
+  }
+}
+
+template <bool Put>
+__global__ void __launch_bounds__(1024) block_copy(symm::array_ref<char> dst, symm::array_ref<char> src, int peer,
+                                                   std::size_t bytes, std::size_t chunk, long long iters) {
+  std::size_t off = blockIdx.x * chunk;
+  std::size_t n = off < bytes ? std::min(chunk, bytes - off) : 0;
+  if (n != 0) move_chunk<Put>(cg::this_thread_block(), dst, src, peer, off, n, iters);
+  symm::quiet();
+}
+
+template <bool Put>
+__global__ void warp_copy(symm::array_ref<char> dst, symm::array_ref<char> src, int peer, std::size_t bytes,
+                          long long iters) {
+  move_chunk<Put>(cg::tiled_partition<32>(cg::this_thread_block()), dst, src, peer, 0, bytes, iters);
+  symm::quiet();
+}
+
+template <bool Put>
+__global__ void thread_copy(symm::array_ref<char> dst, symm::array_ref<char> src, int peer, std::size_t bytes,
+                            long long iters) {
+  move_chunk<Put>(symm::this_thread(), dst, src, peer, 0, bytes, iters);
+  symm::quiet();
+}
+
+// p_lat: one remote element stored, then quiet(), per iteration (as NVSHMEM's shmem_p_latency).
+__global__ void p_lat(symm::array_ref<int> target, int peer, int mask, long long iters) {
+  for (long long i = 0; i < iters; ++i) {
+    symm::remote(target, peer)[static_cast<std::size_t>(i & mask)] = static_cast<int>(i);
+    symm::quiet();
+  }
+}
+
+// g_lat: dependent single-element gets (the next index depends on the value: mask is 0 at run time).
+__global__ void g_lat(symm::array_ref<int> source, int peer, int mask, long long iters, int* sink) {
+  int v = 0;
+  auto remote = symm::remote(source, peer);
+  for (long long i = 0; i < iters; ++i) v = remote[static_cast<std::size_t>(v & mask)];
+  *sink = v;
+}
+
+// pingpong: a p of the sequence number into the peer's flag, answered the same way; the waiting side polls its own
+// flag through cuda::atomic_ref (system scope, since the peer is another process).
+__global__ void pingpong(symm::array_ref<int> flag, int pe, int base, long long iters) {
+  const int peer = 1 - pe;
+  auto theirs = symm::remote(flag, peer)[0];
+  cuda::atomic_ref<int, cuda::thread_scope_system> mine(flag.local()[0]);
+  for (long long i = 1; i <= iters; ++i) {
+    int v = base + static_cast<int>(i);
+    if (pe == 0) {
+      cuda::atomic_ref<int, cuda::thread_scope_system>(*theirs.address()).store(v, cuda::memory_order_relaxed);
+      while (mine.load(cuda::memory_order_relaxed) < v) {
+      }
+    } else {
+      while (mine.load(cuda::memory_order_relaxed) < v) {
+      }
+      cuda::atomic_ref<int, cuda::thread_scope_system>(*theirs.address()).store(v, cuda::memory_order_relaxed);
+    }
+  }
+}
+
+// barrier_lat: symm's device barrier (sync_all), one thread or one block per PE.
+template <class Scope> __global__ void barrier_lat(symm::world_ref w, long long iters) {
+  Scope scope = [] {
+    if constexpr (std::is_same_v<Scope, symm::single_thread>) return symm::this_thread();
+    else return cg::this_thread_block();
+  }();
+  for (long long i = 0; i < iters; ++i) symm::sync_all(scope, w, 1);
+}
+
+struct state {
+  symm::world* world;
+  symm::array<char>* src;
+  symm::array<char>* dst;
+  symm::array<int>* words;
+  int* sink;
+};
+
+void bulk(context& c, state& s, direction d, const char* scope) {
+  const char* name = d == direction::put ? "put_bw" : "get_bw";
+  if (!c.opt.wants(name, scope)) return;
+  std::string_view sc = scope;
+  bool small = sc == "warp" || sc == "thread";
+  const int peer = 1 - c.pe;
+  std::uint32_t seed = d == direction::put ? 1u : 2u; // PE k's src holds the pattern of seed k + 1
+  symm::array_ref<char> dst = *s.dst, src = *s.src;
+  for (std::size_t bytes : sweep(c.opt.min_bytes, small ? c.opt.small_max_bytes : c.opt.max_bytes)) {
+    set_step("symm %s %s %zu bytes", name, scope, bytes);
+    best_of best;
+    void* landing = s.dst->local().data();
+    if (sc == "block") {
+      auto kernel = d == direction::put ? block_copy<true> : block_copy<false>;
+      int max_threads = max_block_threads(reinterpret_cast<const void*>(kernel));
+      for (block_shape shape : block_shapes(c.sm_count)) {
+        if (shape.threads > max_threads) continue;
+        std::size_t chunk = chunk_bytes(bytes, shape.grid);
+        best.offer(one_sided(c, d, landing, bytes, seed, c.opt.target_ms,
+                             [&](long long n) {
+                               kernel<<<shape.grid, shape.threads, 0, c.stream>>>(dst, src, peer, bytes, chunk, n);
+                             }),
+                   std::to_string(shape.grid) + "x" + std::to_string(shape.threads));
+      }
+    } else if (sc == "stream") {
+      std::vector<symm::future<>> pending;
+      best.offer(one_sided(c, d, landing, bytes, seed, c.opt.target_ms,
+                           [&](long long n) {
+                             pending.clear();
+                             pending.reserve(static_cast<std::size_t>(n));
+                             for (long long i = 0; i < n; ++i) {
+                               if (d == direction::put) {
+                                 pending.push_back(symm::put(c.stream, symm::remote(dst, peer).first(bytes),
+                                                             src.local().first(bytes)));
+                               } else {
+                                 pending.push_back(symm::get(c.stream, dst.local().first(bytes),
+                                                             symm::remote(src, peer).first(bytes)));
+                               }
+                             }
+                           }),
+                 "symm::put(stream)");
+      pending.clear();
+    } else if (sc == "warp") {
+      auto kernel = d == direction::put ? warp_copy<true> : warp_copy<false>;
+      best.offer(one_sided(c, d, landing, bytes, seed, c.opt.target_ms,
+                           [&](long long n) { kernel<<<1, 32, 0, c.stream>>>(dst, src, peer, bytes, n); }),
+                 "1x32");
+    } else {
+      auto kernel = d == direction::put ? thread_copy<true> : thread_copy<false>;
+      best.offer(one_sided(c, d, landing, bytes, seed, c.opt.target_ms,
+                           [&](long long n) { kernel<<<1, 1, 0, c.stream>>>(dst, src, peer, bytes, n); }),
+                 "1x1");
+    }
+    if (best.best) {
+      const measurement& m = *best.best;
+      c.row(name, scope, bytes, m.iters, m.st.median_us, m.st.min_us, m.st.p90_us, true);
+      if (sc == "block") c.note("%s block %zu: best shape %s", name, bytes, best.label.c_str());
+    }
+  }
+}
+
+void latency_points(context& c, state& s) {
+  auto emit = [&](const char* name, const char* scope, std::size_t bytes, const std::optional<measurement>& m) {
+    if (m) c.row(name, scope, bytes, m->iters, m->st.median_us, m->st.min_us, m->st.p90_us, false);
+  };
+  const int peer = 1 - c.pe;
+  symm::array_ref<int> words = *s.words;
+  symm::array_ref<char> src_bytes = *s.src;
+  if (c.opt.wants("p_lat", "thread")) {
+    set_step("symm p_lat");
+    emit("p_lat", "thread", 4, one_sided(c, direction::put, nullptr, 4, 0, c.opt.lat_target_ms, [&](long long n) {
+           p_lat<<<1, 1, 0, c.stream>>>(words, peer, 0, n);
+         }));
+  }
+  if (c.opt.wants("g_lat", "thread")) {
+    set_step("symm g_lat");
+    // The source words: the first ints of src (any value: only the dependency chain matters).
+    symm::array_ref<int> src_words(src_bytes.world(), src_bytes.host_peers(), src_bytes.device_peers(),
+                                   src_bytes.offset(), src_bytes.size() / sizeof(int), src_bytes.my_pe(),
+                                   src_bytes.n_pes());
+    emit("g_lat", "thread", 4, one_sided(c, direction::get, nullptr, 4, 0, c.opt.lat_target_ms, [&](long long n) {
+           g_lat<<<1, 1, 0, c.stream>>>(src_words, peer, 0, n, s.sink);
+         }));
+  }
+}
+
+void two_sided_points(context& c, state& s) {
+  auto emit = [&](const char* name, const char* scope, std::size_t bytes, const measurement& m) {
+    c.row(name, scope, bytes, m.iters, m.st.median_us, m.st.min_us, m.st.p90_us, false);
+  };
+  symm::array_ref<int> words = *s.words;
+  // A flag of its own, 64 words into the words array (p_lat writes the first ones).
+  symm::array_ref<int> flag(words.world(), words.host_peers(), words.device_peers(), words.offset() + 256, 1,
+                            words.my_pe(), words.n_pes());
+  if (c.opt.wants("pingpong", "thread")) {
+    set_step("symm pingpong");
+    int seq = 0;
+    measurement m = measure(
+        [&](long long n) {
+          pingpong<<<1, 1, 0, c.stream>>>(flag, c.pe, seq, n);
+          seq += static_cast<int>(n);
+        },
+        c.stream, c.opt, c.opt.lat_target_ms, &c.link);
+    emit("pingpong", "thread", 4, m);
+  }
+  symm::world_ref w = *s.world;
+  if (c.opt.wants("barrier_lat", "thread")) {
+    set_step("symm barrier_lat thread");
+    emit("barrier_lat", "thread", 0, measure([&](long long n) {
+           barrier_lat<symm::single_thread><<<1, 1, 0, c.stream>>>(w, n);
+         }, c.stream, c.opt, c.opt.lat_target_ms, &c.link));
+  }
+  if (c.opt.wants("barrier_lat", "block")) {
+    set_step("symm barrier_lat block");
+    emit("barrier_lat", "block", 0, measure([&](long long n) {
+           barrier_lat<cg::thread_block><<<1, 128, 0, c.stream>>>(w, n);
+         }, c.stream, c.opt, c.opt.lat_target_ms, &c.link));
+  }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  // The job directory and token of the two PEs' symm world, made before the harness forks them.
+  std::string job_dir = fmt::format("/tmp/symm-{}", ::getuid());
+  symm::detail::ensure_private_dir(job_dir);
+  job_dir += fmt::format("/bench-{}", ::getpid());
+  symm::detail::ensure_private_dir(job_dir);
+  std::string token = fmt::format("{:016x}", std::random_device{}() * 0x9E3779B97F4A7C15ull);
+
+  context c = start(argc, argv, "symm");
+  symm::detail::launched_job = symm::detail::job_info{c.pe, 2, c.pe, 2, job_dir, token, "bench_symm"};
+  std::size_t region = (c.opt.max_bytes + 2 * MiB - 1) / (2 * MiB) * (2 * MiB);
+  int rc = 0;
+  {
+    symm::world world({.backend = symm::backend::cuda, .heap_size = 2 * region + 8 * MiB, .device = c.device});
+    symm::array<char> src(world, region), dst(world, region);
+    symm::array<int> words(world, 4096);
+    int* sink = nullptr;
+    BENCH_CUDA(cudaMalloc(&sink, sizeof(int)));
+    c.note("symm world: %d PEs, cuda backend, heap %zu bytes per PE", world.n_pes(), world.heap_size());
+
+    set_step("buffer initialisation");
+    BENCH_CUDA(cudaMemsetAsync(dst.local().data(), 0, dst.size_bytes(), c.stream));
+    fill_pattern(src.local().data(), region, std::uint32_t(c.pe + 1), c.stream);
+    world.barrier();
+
+    state s{&world, &src, &dst, &words, sink};
+    for (direction d : {direction::put, direction::get})
+      for (const char* scope : {"block", "warp", "thread", "stream"}) bulk(c, s, d, scope);
+    latency_points(c, s);
+    two_sided_points(c, s);
+
+    set_step("teardown");
+    BENCH_CUDA(cudaDeviceSynchronize());
+    BENCH_CUDA(cudaFree(sink));
+    world.barrier();
+  }
+  if (c.pe == 0) {
+    ::unlink((job_dir + "/boot.sock").c_str());
+    ::rmdir(job_dir.c_str());
+  }
+  rc = c.finish();
+  return rc;
+}

@@ -1,0 +1,74 @@
+// tests/gpu/gpu_support.cuh: helpers of the GPU suite: the device probe, running a body on n PEs as processes and
+// as threads (threads run inside a forked child, so that the test process itself never initialises CUDA and can keep
+// forking), and checked CUDA calls inside PEs.
+#pragma once
+
+#include "../pe_check.hpp"
+
+#include <symm/symm.hpp>
+
+#include <cuda_runtime.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#define GPU_CHECK(call)                                                                                                \
+  do {                                                                                                                 \
+    cudaError_t gpu_status_ = (call);                                                                                  \
+    if (gpu_status_ != cudaSuccess) {                                                                                  \
+      throw std::runtime_error(::fmt::format("{}:{}: {} failed: {}", __FILE__, __LINE__, #call,                        \
+                                             cudaGetErrorString(gpu_status_)));                                        \
+    }                                                                                                                  \
+  } while (0)
+
+namespace symm_gpu_test {
+
+//! Device count, asked in a child process so that this one stays free of CUDA state.
+inline int probe_device_count() {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+    ::_exit(count > 100 ? 100 : count);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+}
+
+inline symm::world_options gpu_options() {
+  symm::world_options options;
+  options.backend = symm::backend::cuda;
+  options.heap_size = std::size_t{64} << 20;
+  return options;
+}
+
+//! The same body on n PEs: as processes, then as threads of one (forked) process sharing the CUDA context.
+template <class Fn> void on_gpu_pes(int n, Fn body, symm::world_options options = gpu_options()) {
+  symm::launch(n, body, {.mode = symm::launch_mode::processes, .world = options});
+  symm::launch(1, [&] { symm::launch(n, body, {.mode = symm::launch_mode::threads, .world = options}); });
+}
+
+template <class T> T* device_copy_of(const std::vector<T>& host) {
+  T* d = nullptr;
+  GPU_CHECK(cudaMalloc(&d, host.size() * sizeof(T)));
+  GPU_CHECK(cudaMemcpy(d, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return d;
+}
+
+template <class T> std::vector<T> host_copy_of(const T* device, std::size_t n) {
+  std::vector<T> host(n);
+  GPU_CHECK(cudaMemcpy(host.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost));
+  return host;
+}
+
+//! Copies this PE's part of a symmetric array to the host.
+template <class T, std::size_t E> std::vector<T> local_to_host(const symm::array<T, E>& a) {
+  return host_copy_of(a.local().data(), a.size());
+}
+template <class T, std::size_t E> void host_to_local(const symm::array<T, E>& a, const std::vector<T>& values) {
+  GPU_CHECK(cudaMemcpy(a.local().data(), values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice));
+}
+
+} // namespace symm_gpu_test

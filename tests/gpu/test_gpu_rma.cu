@@ -1,0 +1,290 @@
+// The CUDA backend: device put/get/p/g in thread, warp, block and grid scope, nbi, device barriers, host-side and
+// stream-ordered operations; PEs as processes and as threads, data checked element by element against fresh random
+// values.
+#include "gpu_support.cuh"
+
+#if __has_include(<catch2/catch_test_macros.hpp>)
+#  include <catch2/catch_template_test_macros.hpp>
+#  include <catch2/catch_test_macros.hpp>
+#else
+#  include <catch2/catch.hpp>
+#endif
+
+#include <cooperative_groups.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace cg = cooperative_groups;
+
+namespace {
+
+enum class scope { thread, warp, block, grid };
+constexpr scope all_scopes[] = {scope::thread, scope::warp, scope::block, scope::grid};
+const char* name(scope s) {
+  switch (s) {
+    case scope::thread: return "thread";
+    case scope::warp: return "warp";
+    case scope::block: return "block";
+    case scope::grid: return "grid";
+  }
+  return "?";
+}
+
+// Each kernel moves [offset, offset + count) of src (local) into dst on PE `pe` (put), or back (get).
+template <class T>
+__global__ void put_kernel(symm::array_ref<T> dst, symm::array_ref<T> src, int pe, std::size_t offset,
+                           std::size_t count, scope s) {
+  auto remote = symm::remote(dst, pe).subspan(offset, count);
+  auto local = src.local().subspan(offset, count);
+  if (s == scope::thread) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) symm::put(symm::this_thread(), remote, local);
+  } else if (s == scope::warp) {
+    auto warp = cg::tiled_partition<32>(cg::this_thread_block());
+    if (blockIdx.x == 0 && threadIdx.x < 32) symm::put(warp, remote, local);
+  } else if (s == scope::block) {
+    if (blockIdx.x == 0) symm::put(cg::this_thread_block(), remote, local);
+  } else {
+    symm::put(cg::this_grid(), remote, local); // the grid shares the copy; no grid sync needed afterwards
+  }
+}
+
+template <class T>
+__global__ void get_kernel(symm::array_ref<T> dst, symm::array_ref<T> src, int pe, std::size_t offset,
+                           std::size_t count, scope s) {
+  auto remote = symm::remote(src, pe).subspan(offset, count);
+  auto local = dst.local().subspan(offset, count);
+  if (s == scope::thread) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) symm::get(symm::this_thread(), local, remote);
+  } else if (s == scope::warp) {
+    auto warp = cg::tiled_partition<32>(cg::this_thread_block());
+    if (blockIdx.x == 0 && threadIdx.x < 32) symm::get(warp, local, remote);
+  } else if (s == scope::block) {
+    if (blockIdx.x == 0) symm::get(cg::this_thread_block(), local, remote);
+  } else {
+    symm::get(cg::this_grid(), local, remote);
+  }
+}
+
+// p and g: one element per thread through pe_ref.
+template <class T> __global__ void p_kernel(symm::array_ref<T> dst, symm::array_ref<T> src, int pe) {
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < dst.size(); i += gridDim.x * blockDim.x) {
+    symm::remote(dst, pe)[i] = src.local()[i];
+  }
+}
+template <class T> __global__ void g_kernel(symm::array_ref<T> dst, symm::array_ref<T> src, int pe) {
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < dst.size(); i += gridDim.x * blockDim.x) {
+    T v = symm::remote(src, pe)[i];
+    dst.local()[i] = v;
+  }
+}
+
+template <class T> __global__ void put_nbi_kernel(symm::array_ref<T> dst, symm::array_ref<T> src, int pe) {
+  auto block = cg::this_thread_block();
+  auto f = symm::put_nbi(block, symm::remote(dst, pe), src.local());
+  f.wait();
+}
+
+template <class T> void set_random(const symm::array<T>& a, std::uint64_t stream) {
+  symm_gpu_test::host_to_local(a, symm_test::random_values<T>(a.size(), stream));
+}
+
+//! Every PE moves its random data to its right neighbour with each scope, by put and by get, and checks the result.
+template <class T> void exchange_with_all_scopes(symm::world& world, std::size_t count) {
+  int me = world.my_pe(), n = world.n_pes();
+  int right = (me + 1) % n, left = (me + n - 1) % n;
+  symm::array<T> src(world, count), dst(world, count);
+  std::uint64_t tag = count * 131;
+  set_random(src, tag + static_cast<std::uint64_t>(me));
+  auto from_left = symm_test::random_values<T>(count, tag + static_cast<std::uint64_t>(left));
+  auto from_right = symm_test::random_values<T>(count, tag + static_cast<std::uint64_t>(right));
+  for (scope s : all_scopes) {
+    // Misaligned windows too: [1, count - 1) shifts both sides by one element.
+    for (std::size_t offset : {std::size_t{0}, static_cast<std::size_t>(count > 2 ? 1 : 0)}) {
+      std::size_t len = count - 2 * offset;
+      GPU_CHECK(cudaMemset(dst.local().data(), 0xAB, dst.size_bytes()));
+      world.barrier();
+      put_kernel<T><<<s == scope::grid ? 4 : 1, 256>>>(dst, src, right, offset, len, s);
+      GPU_CHECK(cudaGetLastError());
+      GPU_CHECK(cudaDeviceSynchronize());
+      world.barrier();
+      auto got = symm_gpu_test::local_to_host(dst);
+      for (std::size_t i = offset; i < offset + len; ++i) {
+        if (std::memcmp(&got[i], &from_left[i], sizeof(T)) != 0) {
+          throw std::runtime_error(fmt::format("PE {}: put ({} scope, {} elements at offset {}) element {} differs",
+                                               me, name(s), len, offset, i));
+        }
+      }
+      GPU_CHECK(cudaMemset(dst.local().data(), 0xCD, dst.size_bytes()));
+      get_kernel<T><<<s == scope::grid ? 4 : 1, 256>>>(dst, src, right, offset, len, s);
+      GPU_CHECK(cudaGetLastError());
+      GPU_CHECK(cudaDeviceSynchronize());
+      got = symm_gpu_test::local_to_host(dst);
+      for (std::size_t i = offset; i < offset + len; ++i) {
+        if (std::memcmp(&got[i], &from_right[i], sizeof(T)) != 0) {
+          throw std::runtime_error(fmt::format("PE {}: get ({} scope, {} elements at offset {}) element {} differs",
+                                               me, name(s), len, offset, i));
+        }
+      }
+      world.barrier();
+    }
+  }
+}
+
+} // namespace
+
+TEMPLATE_TEST_CASE("device put and get in every scope move every element", "[gpu][rma]", std::uint8_t, float, double,
+                   std::int64_t) {
+  CAPTURE(symm_test::seed());
+  for (int n : {2, 4}) {
+    CAPTURE(n);
+    REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(n, [](symm::world& world) {
+      for (std::size_t count : {std::size_t{1}, std::size_t{3}, std::size_t{1000}, std::size_t{4097},
+                                std::size_t{1} << 20}) {
+        exchange_with_all_scopes<TestType>(world, count);
+      }
+    }));
+  }
+}
+
+TEST_CASE("device p and g, and put_nbi with its future, on 2, 4 and 8 PEs", "[gpu][rma]") {
+  CAPTURE(symm_test::seed());
+  for (int n : {2, 4, 8}) {
+    CAPTURE(n);
+    REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(n, [](symm::world& world) {
+      int me = world.my_pe(), n_pes = world.n_pes();
+      int right = (me + 1) % n_pes, left = (me + n_pes - 1) % n_pes;
+      const std::size_t count = 100003;
+      symm::array<int> src(world, count), dst(world, count);
+      set_random(src, 7 + static_cast<std::uint64_t>(me));
+      auto expected = symm_test::random_values<int>(count, 7 + static_cast<std::uint64_t>(left));
+      world.barrier();
+      p_kernel<int><<<64, 256>>>(dst, src, right);
+      GPU_CHECK(cudaDeviceSynchronize());
+      world.barrier();
+      PE_REQUIRE(symm_gpu_test::local_to_host(dst) == expected);
+      GPU_CHECK(cudaMemset(dst.local().data(), 0, dst.size_bytes()));
+      g_kernel<int><<<64, 256>>>(dst, src, left);
+      GPU_CHECK(cudaDeviceSynchronize());
+      PE_REQUIRE(symm_gpu_test::local_to_host(dst) == expected);
+      world.barrier();
+      GPU_CHECK(cudaMemset(dst.local().data(), 0, dst.size_bytes()));
+      world.barrier();
+      put_nbi_kernel<int><<<1, 512>>>(dst, src, right);
+      GPU_CHECK(cudaDeviceSynchronize());
+      world.barrier();
+      PE_REQUIRE(symm_gpu_test::local_to_host(dst) == expected);
+      world.barrier();
+    }));
+  }
+}
+
+namespace {
+// Rounds of: put my round stamp into every PE's slot for me, barrier, check every slot holds this round's stamps.
+__global__ void barrier_rounds(symm::array_ref<std::uint64_t> slots, symm::world_ref w, int rounds, int channel,
+                               unsigned* errors) {
+  auto block = cg::this_thread_block();
+  const int me = w.my_pe(), n = w.n_pes();
+  for (int r = 1; r <= rounds; ++r) {
+    for (int p = static_cast<int>(block.thread_rank()); p < n; p += static_cast<int>(block.num_threads())) {
+      symm::remote(slots, p)[static_cast<std::size_t>(me)] = static_cast<std::uint64_t>(r) * 1000 + me;
+    }
+    symm::barrier_all(block, w, channel);
+    for (int p = static_cast<int>(block.thread_rank()); p < n; p += static_cast<int>(block.num_threads())) {
+      if (slots.local()[static_cast<std::size_t>(p)] != static_cast<std::uint64_t>(r) * 1000 + p) atomicAdd(errors, 1u);
+    }
+    symm::sync_all(block, w, channel); // nobody writes round r + 1 before everyone checked round r
+  }
+}
+} // namespace
+
+TEST_CASE("device barriers order puts, on several channels from concurrent streams", "[gpu][barrier]") {
+  for (int n : {2, 4, 8}) {
+    CAPTURE(n);
+    REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(n, [](symm::world& world) {
+      symm::array<std::uint64_t> a(world, static_cast<std::size_t>(world.n_pes()));
+      symm::array<std::uint64_t> b(world, static_cast<std::size_t>(world.n_pes()));
+      unsigned* errors = nullptr;
+      GPU_CHECK(cudaMalloc(&errors, 2 * sizeof(unsigned)));
+      GPU_CHECK(cudaMemset(errors, 0, 2 * sizeof(unsigned)));
+      cudaStream_t s1, s2;
+      GPU_CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+      GPU_CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+      // Two barrier sequences at once, on channels 1 and 2: they must not cross.
+      barrier_rounds<<<1, 128, 0, s1>>>(a, world, 200, 1, errors);
+      barrier_rounds<<<1, 32, 0, s2>>>(b, world, 200, 2, errors + 1);
+      GPU_CHECK(cudaGetLastError());
+      GPU_CHECK(cudaStreamSynchronize(s1));
+      GPU_CHECK(cudaStreamSynchronize(s2));
+      auto counted = symm_gpu_test::host_copy_of(errors, 2);
+      PE_REQUIRE_EQ(counted[0], 0u);
+      PE_REQUIRE_EQ(counted[1], 0u);
+      GPU_CHECK(cudaStreamDestroy(s1));
+      GPU_CHECK(cudaStreamDestroy(s2));
+      GPU_CHECK(cudaFree(errors));
+      world.barrier();
+    }));
+  }
+}
+
+TEST_CASE("host-side and stream-ordered operations on the CUDA backend", "[gpu][host]") {
+  CAPTURE(symm_test::seed());
+  REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(4, [](symm::world& world) {
+    PE_REQUIRE(world.backend() == symm::backend::cuda);
+    int me = world.my_pe(), n = world.n_pes();
+    int right = (me + 1) % n, left = (me + n - 1) % n;
+    const std::size_t count = (std::size_t{8} << 20) / sizeof(double);
+    symm::array<double> src(world, count), dst(world, count);
+    auto mine = symm_test::random_values<double>(count, 99 + static_cast<std::uint64_t>(me));
+    auto lefts = symm_test::random_values<double>(count, 99 + static_cast<std::uint64_t>(left));
+    // Blocking host put from host memory, and p/g of single elements.
+    symm::remote(dst, right) = mine;
+    symm::remote(dst, right)[5] = -1.25;
+    world.barrier();
+    auto got = symm_gpu_test::local_to_host(dst);
+    lefts[5] = -1.25;
+    PE_REQUIRE(got == lefts);
+    double g = symm::remote(dst, right)[5];
+    PE_REQUIRE_EQ(g, -1.25);
+    std::vector<double> back = symm::remote(dst, right);
+    mine[5] = -1.25;
+    PE_REQUIRE(back == mine);
+    world.barrier();
+    // Stream-ordered put from device memory, and get into device memory, completed through futures.
+    symm_gpu_test::host_to_local(src, mine);
+    cudaStream_t stream;
+    GPU_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    GPU_CHECK(cudaMemsetAsync(dst.local().data(), 0, dst.size_bytes(), stream));
+    GPU_CHECK(cudaStreamSynchronize(stream));
+    world.barrier();
+    auto f = symm::put(stream, symm::remote(dst, right), src.local());
+    f.wait();
+    world.barrier();
+    PE_REQUIRE(symm_gpu_test::local_to_host(dst) == lefts);
+    double* landing = nullptr;
+    GPU_CHECK(cudaMalloc(&landing, count * sizeof(double)));
+    auto g2 = symm::get(stream, cuda::std::span<double>(landing, count), symm::remote(src, left));
+    g2.wait();
+    PE_REQUIRE(symm_gpu_test::host_copy_of(landing, count) == lefts);
+    // Non-blocking host forms on the CUDA backend, completed by quiet().
+    auto nb = symm::put_nbi(symm::remote(dst, right).first(10), std::vector<double>(10, 3.5));
+    symm::quiet();
+    PE_REQUIRE(nb.ready());
+    world.barrier();
+    PE_REQUIRE_EQ(symm::remote(dst, me)[9].get(), 3.5);
+    GPU_CHECK(cudaFree(landing));
+    GPU_CHECK(cudaStreamDestroy(stream));
+    world.barrier();
+  }));
+}
+
+TEST_CASE("errors on the CUDA backend name the PE and the values", "[gpu][errors]") {
+  REQUIRE_NOTHROW(symm::launch(2, [](symm::world& world) {
+    symm::array<float> a(world, 16);
+    PE_REQUIRE_ERROR((void)symm::remote(a, 2), symm::errc::invalid_pe, "names PE 2", "n_pes = 2");
+    std::vector<float> five(5);
+    PE_REQUIRE_ERROR(symm::remote(a, 0) = five, symm::errc::extent_mismatch, "16 elements", "has 5");
+    PE_REQUIRE_ERROR(symm::array<double>(world, std::size_t{1} << 40), symm::errc::heap_exhausted, "needs");
+    world.barrier();
+  }, {.world = symm_gpu_test::gpu_options()}));
+}

@@ -1,0 +1,129 @@
+// tests/sass/kernels_raw.cu: the kernels of kernels_symm.cu written without symm, as a hand-written CUDA IPC program
+// does it: the peer table (`peers[p]` is PE p's heap base in this process's mapping, in device memory), the
+// object's byte offset in the heap, the PE and the element count are kernel arguments, and the remote address is
+// computed once by hand. `local` is this PE's part (symm's array_ref carries it precomputed too).
+//
+// RAW_PE_CHECK: 1 adds the same PE range check as symm::remote() at SYMM_CHECK >= 1 (one per remote address
+// computation, written where a careful hand-written program would put it: once, before the loop).
+#include <cooperative_groups.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#ifndef RAW_PE_CHECK
+#  define RAW_PE_CHECK 1
+#endif
+
+namespace cg = cooperative_groups;
+
+namespace {
+__device__ __forceinline__ void check_pe(int pe, int n_pes) {
+  if constexpr (RAW_PE_CHECK) {
+    if (pe < 0 || pe >= n_pes) __trap();
+  }
+}
+template <class T> __device__ __forceinline__ T* at(void* const* peers, int pe, std::size_t offset_bytes) {
+  return reinterpret_cast<T*>(static_cast<unsigned char*>(peers[pe]) + offset_bytes);
+}
+} // namespace
+
+extern "C" __global__ void p_loop(void* const* peers, std::size_t offset_bytes, int pe, int n_pes, float* local,
+                                  std::size_t n) {
+  check_pe(pe, n_pes);
+  float* dst = at<float>(peers, pe, offset_bytes);
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    dst[i] = local[i] * 2.0f;
+  }
+}
+
+extern "C" __global__ void g_loop(void* const* peers, std::size_t offset_bytes, int pe, int n_pes, float* local,
+                                  std::size_t n) {
+  check_pe(pe, n_pes);
+  const float* src = at<float>(peers, pe, offset_bytes);
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    local[i] = src[i] + 1.0f;
+  }
+}
+
+extern "C" __global__ void single_p(void* const* peers, std::size_t offset_bytes, int pe, int n_pes, std::size_t i,
+                                    float v) {
+  check_pe(pe, n_pes);
+  at<float>(peers, pe, offset_bytes)[i] = v;
+}
+extern "C" __global__ void single_g(void* const* peers, std::size_t offset_bytes, int pe, int n_pes, float* local,
+                                    std::size_t i) {
+  check_pe(pe, n_pes);
+  local[i] = at<float>(peers, pe, offset_bytes)[i];
+}
+
+// The block copy a careful hand-written program uses: pick the widest vector both pointers allow, bytes up to the
+// destination's alignment, four vectors in flight per thread, coalesced across the block, then the tail bytes. It
+// has detail::group_copy's structure on purpose: the question is whether symm adds anything around it.
+namespace {
+template <class V>
+__device__ __forceinline__ void vectors(unsigned rank, unsigned count, V* __restrict__ dst, const V* __restrict__ src,
+                                        std::size_t n) {
+  std::size_t i = rank;
+  const std::size_t stride = count;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    V a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
+    dst[i] = a;
+    dst[i + stride] = b;
+    dst[i + 2 * stride] = c;
+    dst[i + 3 * stride] = d;
+  }
+  for (; i < n; i += stride) dst[i] = src[i];
+}
+__device__ __forceinline__ void bytes_(unsigned rank, unsigned count, unsigned char* dst, const unsigned char* src,
+                                       std::size_t n) {
+  for (std::size_t i = rank; i < n; i += count) dst[i] = src[i];
+}
+template <std::size_t W, class V>
+__device__ __forceinline__ void aligned(unsigned rank, unsigned count, unsigned char* dst, const unsigned char* src,
+                                        std::size_t n) {
+  std::size_t head = (W - (reinterpret_cast<std::uintptr_t>(dst) & (W - 1))) & (W - 1);
+  head = head < n ? head : n;
+  bytes_(rank, count, dst, src, head);
+  std::size_t v = (n - head) / W;
+  vectors(rank, count, reinterpret_cast<V*>(dst + head), reinterpret_cast<const V*>(src + head), v);
+  std::size_t done = head + v * W;
+  bytes_(rank, count, dst + done, src + done, n - done);
+}
+__device__ inline void block_copy(unsigned rank, unsigned count, void* dst_, const void* src_, std::size_t n) {
+  auto* dst = static_cast<unsigned char*>(dst_);
+  auto* src = static_cast<const unsigned char*>(src_);
+  auto mis = reinterpret_cast<std::uintptr_t>(dst) ^ reinterpret_cast<std::uintptr_t>(src);
+  if ((mis & 15) == 0) aligned<16, int4>(rank, count, dst, src, n);
+  else if ((mis & 7) == 0) aligned<8, int2>(rank, count, dst, src, n);
+  else if ((mis & 3) == 0) aligned<4, int>(rank, count, dst, src, n);
+  else bytes_(rank, count, dst, src, n);
+}
+} // namespace
+
+extern "C" __global__ void block_put(void* const* peers, std::size_t offset_bytes, int pe, int n_pes, float* local,
+                                     std::size_t n) {
+  check_pe(pe, n_pes);
+  auto block = cg::this_thread_block();
+  block_copy(block.thread_rank(), block.num_threads(), at<float>(peers, pe, offset_bytes), local, n * sizeof(float));
+  block.sync();
+}
+extern "C" __global__ void block_get(void* const* peers, std::size_t offset_bytes, int pe, int n_pes, float* local,
+                                     std::size_t n) {
+  check_pe(pe, n_pes);
+  auto block = cg::this_thread_block();
+  block_copy(block.thread_rank(), block.num_threads(), local, at<float>(peers, pe, offset_bytes), n * sizeof(float));
+  block.sync();
+}
+
+extern "C" __global__ void ring_loop(void* const* peers, std::size_t offset_bytes, int my_pe, int n_pes, float* local,
+                                     std::size_t n) {
+  const int right = (my_pe + 1) % n_pes;
+  check_pe(right, n_pes);
+  float* dst = at<float>(peers, right, offset_bytes);
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) dst[i] = local[i];
+}
+
+extern "C" __global__ void scalar_p(void* const* peers, std::size_t offset_bytes, int pe, int n_pes, int v) {
+  check_pe(pe, n_pes);
+  *at<int>(peers, pe, offset_bytes) = v;
+}

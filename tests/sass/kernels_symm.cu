@@ -1,0 +1,64 @@
+// tests/sass/kernels_symm.cu: kernels written with symm's device API. kernels_raw.cu has a kernel of the same name
+// for each, written as a hand-written CUDA IPC program would be (peer table, byte offset and PE as raw arguments);
+// compare_sass.py compiles both and checks that the symm layer adds no memory instruction and no local memory.
+//
+// The PE check: at SYMM_CHECK >= 1, symm::remote() in device code does `if (pe < 0 || pe >= n_pes) __trap();`. The
+// raw kernels do the same check when RAW_PE_CHECK is 1 (compare_sass.py sets RAW_PE_CHECK to 1 when it builds this
+// file with SYMM_CHECK=1 and to 0 with SYMM_CHECK=0), so each comparison is like for like; the difference between
+// the two builds of this file is the check's cost, which compare_sass.py prints. Measured with nvcc 13.0 for sm_90:
+// about 5 instructions per kernel (compare, branch, BPT.TRAP), one more kernel-parameter load, no memory instruction;
+// but behind the branch nvcc stops proving that the peer pointer is global, so the remote access becomes generic
+// (ST/LD instead of STG/LDG) in p_loop, g_loop, single_* and scalar_p, in the raw kernels exactly as in symm's.
+#include <symm/remote.hpp>
+#include <symm/rma.hpp>
+
+#include <cooperative_groups.h>
+
+namespace cg = cooperative_groups;
+
+// (1) p in a grid-stride loop: one remote store per element, the remote span named once before the loop.
+extern "C" __global__ void p_loop(symm::device_array<float> u, int pe) {
+  auto dst = symm::remote(u, pe);
+  auto src = u.local();
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < u.size(); i += blockDim.x * gridDim.x) {
+    dst[i] = src[i] * 2.0f;
+  }
+}
+
+// (2) g in a grid-stride loop: one remote load per element into the local part.
+extern "C" __global__ void g_loop(symm::device_array<float> u, int pe) {
+  auto src = symm::remote(u, pe);
+  auto dst = u.local();
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < u.size(); i += blockDim.x * gridDim.x) {
+    dst[i] = src[i] + 1.0f;
+  }
+}
+
+// (3) one element: a single remote store, and a single remote load.
+extern "C" __global__ void single_p(symm::device_array<float> u, int pe, std::size_t i, float v) {
+  symm::remote(u, pe)[i] = v;
+}
+extern "C" __global__ void single_g(symm::device_array<float> u, int pe, std::size_t i) {
+  float v = symm::remote(u, pe)[i];
+  u.local()[i] = v;
+}
+
+// (4) block-cooperative bulk put and get of the whole array (detail::group_copy: 16/8/4-byte vectors by alignment).
+extern "C" __global__ void block_put(symm::device_array<float> u, int pe) {
+  symm::put(cg::this_thread_block(), symm::remote(u, pe), u.local());
+}
+extern "C" __global__ void block_get(symm::device_array<float> u, int pe) {
+  symm::get(cg::this_thread_block(), u.local(), symm::remote(u, pe));
+}
+
+// (5) a fixed PE (the right neighbour) with remote() written inside the loop body, as users write it: the peer
+// table must still be read once, before the loop, and the PE check must not be repeated per element.
+extern "C" __global__ void ring_loop(symm::device_array<float> u) {
+  const int right = (u.my_pe() + 1) % u.n_pes();
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < u.size(); i += blockDim.x * gridDim.x) {
+    symm::remote(u, right)[i] = u.local()[i];
+  }
+}
+
+// (6) a scalar p through scalar_ref (remote(scalar, pe) is a pe_ref<T>).
+extern "C" __global__ void scalar_p(symm::scalar_ref<int> s, int pe, int v) { symm::remote(s, pe) = v; }

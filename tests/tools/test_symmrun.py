@@ -1,0 +1,540 @@
+#!/usr/bin/env python3
+"""Tests of the symmrun launcher: the environment each PE gets, the job directory, exit statuses,
+taking a job down when one PE fails, --tag-output, --timeout, signals and the CUDA MPS handling.
+
+Usage: test_symmrun.py SYMMRUN PROBE [unittest arguments, e.g. -k FailureTest]
+
+PROBE is tests/tools/symmrun_probe: each PE writes OUTDIR/pe-K.txt with its pid and what it saw, so
+the tests can check every PE and then check that none of their processes is left. No GPU is needed:
+fake nvidia-smi and nvidia-cuda-mps-control scripts stand in for the driver's tools.
+"""
+
+import os
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import unittest
+
+SYMMRUN = ""
+PROBE = ""
+
+# Generous for slow CI machines, but far below the tests' own 60 s limit.
+RUN_LIMIT_S = 20
+
+
+def alive(pid):
+    """True if pid is a live process (a zombie counts as dead: it can no longer run)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+def wait_until(condition, limit_s, step_s=0.01):
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(step_s)
+    return condition()
+
+
+def default_signals():
+    # The test runner may ignore SIGINT; an ignored signal would be inherited by symmrun and the PEs.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+class SymmrunTestCase(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="symmrun-test-")
+        self.outdir = os.path.join(self.tmp, "out")
+        self.runtime_dir = os.path.join(self.tmp, "runtime")  # XDG_RUNTIME_DIR: job directories go here
+        self.bin = os.path.join(self.tmp, "bin")  # fake NVIDIA tools
+        for d in (self.outdir, self.runtime_dir, self.bin):
+            os.mkdir(d, 0o700)
+        self.env = dict(os.environ)
+        self.env["XDG_RUNTIME_DIR"] = self.runtime_dir
+        # No real nvidia-smi may change the outcome; tests that want one install a fake.
+        self.env["PATH"] = f"{self.bin}:/usr/bin:/bin"
+        for name in ("CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY", "SYMM_DEVICE"):
+            self.env.pop(name, None)
+        self.pids = []  # every process a PE reported, checked in tearDown
+
+    def tearDown(self):
+        try:
+            leftover = [pid for pid in self.pids if alive(pid)]
+            for pid in leftover:
+                os.kill(pid, signal.SIGKILL)
+            self.assertEqual(leftover, [], "processes of the job outlived symmrun")
+        finally:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # -- running symmrun
+
+    def symmrun(self, *args, env=None, stdin=subprocess.DEVNULL):
+        """Runs symmrun to its end; returns (CompletedProcess, seconds it took)."""
+        start = time.monotonic()
+        done = subprocess.run([SYMMRUN, *map(str, args)], env=env or self.env, stdin=stdin, capture_output=True,
+                              text=True, timeout=RUN_LIMIT_S, preexec_fn=default_signals)
+        return done, time.monotonic() - start
+
+    def start_symmrun(self, *args):
+        return subprocess.Popen([SYMMRUN, *map(str, args)], env=self.env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=default_signals)
+
+    def probe(self, npes, *probe_args, options=()):
+        return self.symmrun("-n", npes, *options, PROBE, self.outdir, *probe_args)
+
+    # -- what the PEs reported
+
+    def reports(self, npes):
+        """{pe: {key: value}} from the probe files; also records every pid for tearDown."""
+        result = {}
+        for pe in range(npes):
+            path = os.path.join(self.outdir, f"pe-{pe}.txt")
+            self.assertTrue(os.path.exists(path), f"PE {pe} did not run")
+            with open(path) as f:
+                result[pe] = dict(line.split("=", 1) for line in f.read().splitlines())
+            self.pids += [int(result[pe][key]) for key in ("pid", "child") if key in result[pe]]
+        return result
+
+    def wait_for_reports(self, npes, limit_s=10):
+        ready = wait_until(lambda: all(os.path.exists(os.path.join(self.outdir, f"pe-{pe}.txt"))
+                                       for pe in range(npes)), limit_s)
+        self.assertTrue(ready, "the PEs did not start")
+        return self.reports(npes)
+
+    def assert_all_gone(self, reports, limit_s=0.5):
+        pids = [int(r[key]) for r in reports.values() for key in ("pid", "child") if key in r]
+        self.assertTrue(wait_until(lambda: not any(alive(p) for p in pids), limit_s),
+                        f"still alive: {[p for p in pids if alive(p)]}")
+
+    def job_directories(self):
+        return os.listdir(self.runtime_dir)
+
+    # -- fake NVIDIA tools
+
+    def install_script(self, name, body):
+        path = os.path.join(self.bin, name)
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\n" + textwrap.dedent(body))
+        os.chmod(path, 0o755)
+        return path
+
+    def fake_nvidia_smi(self, gpus, status=0):
+        lines = "".join(f'echo "GPU {i}: NVIDIA H200 (UUID: GPU-0000000{i})"\n' for i in range(gpus))
+        self.install_script("nvidia-smi", f'[ "$1" = -L ] || exit 9\n{lines}exit {status}\n')
+
+
+class EnvironmentTest(SymmrunTestCase):
+    def test_every_pe_gets_its_variables(self):
+        done, _ = self.probe(4, "--sleep", "0.2")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        reports = self.reports(4)
+        job_dir = reports[0]["SYMM_JOB_DIR"]
+        token = reports[0]["SYMM_JOB_TOKEN"]
+        self.assertRegex(token, r"^[0-9a-f]{32}$")
+        self.assertEqual(os.path.dirname(job_dir), self.runtime_dir)
+        self.assertRegex(os.path.basename(job_dir), r"^job-[0-9a-f]+$")
+        for pe, report in reports.items():
+            self.assertEqual(report["SYMM_PE"], str(pe))
+            self.assertEqual(report["SYMM_N_PES"], "4")
+            self.assertEqual(report["SYMM_LOCAL_PE"], str(pe))
+            self.assertEqual(report["SYMM_LOCAL_N_PES"], "4")
+            self.assertEqual(report["SYMM_JOB_DIR"], job_dir)
+            self.assertEqual(report["SYMM_JOB_TOKEN"], token)
+            self.assertNotIn("SYMM_DEVICE", report)
+            # While the job ran, its directory was private.
+            self.assertEqual(report["job_dir_is_dir"], "1")
+            self.assertEqual(report["job_dir_mode"], "0700")
+            self.assertEqual(report["job_dir_uid"], str(os.getuid()))
+            # One process group for the whole job, so symmrun can signal it at once.
+            self.assertEqual(report["pgid"], reports[0]["pid"])
+        self.assertFalse(os.path.exists(job_dir), "the job directory outlived the job")
+        self.assertEqual(self.job_directories(), [])
+
+    def test_variables_already_set_are_replaced(self):
+        self.env.update(SYMM_PE="77", SYMM_N_PES="77", SYMM_JOB_DIR="/nowhere", SYMM_JOB_TOKEN="x")
+        done, _ = self.probe(2)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        reports = self.reports(2)
+        self.assertEqual([r["SYMM_PE"] for r in reports.values()], ["0", "1"])
+        self.assertEqual(reports[1]["SYMM_N_PES"], "2")
+        self.assertNotEqual(reports[1]["SYMM_JOB_DIR"], "/nowhere")
+        self.assertRegex(reports[1]["SYMM_JOB_TOKEN"], r"^[0-9a-f]{32}$")
+
+    def test_each_job_gets_a_new_token(self):
+        self.probe(1)
+        first = self.reports(1)[0]["SYMM_JOB_TOKEN"]
+        os.remove(os.path.join(self.outdir, "pe-0.txt"))
+        self.probe(1)
+        self.assertNotEqual(self.reports(1)[0]["SYMM_JOB_TOKEN"], first)
+
+    def test_job_directory_in_tmp_without_runtime_dir(self):
+        del self.env["XDG_RUNTIME_DIR"]
+        done, _ = self.probe(2)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        job_dir = self.reports(2)[0]["SYMM_JOB_DIR"]
+        base = f"/tmp/symm-{os.getuid()}"
+        self.assertEqual(os.path.dirname(job_dir), base)
+        info = os.lstat(base)
+        self.assertTrue(stat.S_ISDIR(info.st_mode), "the base is not a real directory")
+        self.assertEqual(stat.S_IMODE(info.st_mode), 0o700)
+        self.assertEqual(info.st_uid, os.getuid())
+        self.assertFalse(os.path.exists(job_dir))
+
+    def test_unusable_runtime_dir_falls_back_to_tmp(self):
+        self.env["XDG_RUNTIME_DIR"] = os.path.join(self.tmp, "does-not-exist")
+        done, _ = self.probe(1)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertTrue(self.reports(1)[0]["SYMM_JOB_DIR"].startswith(f"/tmp/symm-{os.getuid()}/job-"))
+
+    def test_gpus_are_given_round_robin(self):
+        done, _ = self.probe(5, options=("--gpus", "2,0,1"))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        reports = self.reports(5)
+        self.assertEqual([reports[pe]["SYMM_DEVICE"] for pe in range(5)], ["2", "0", "1", "2", "0"])
+
+    def test_short_lived_pes(self):
+        # PE 0 leads the job's process group; it may exit before the last PE joins the group.
+        done, _ = self.symmrun("-n", 8, "true")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(self.job_directories(), [])
+
+    def test_only_pe_0_reads_stdin(self):
+        done = subprocess.run([SYMMRUN, "-n", "3", "sh", "-c", "cat"], env=self.env, input="hello\n",
+                              capture_output=True, text=True, timeout=RUN_LIMIT_S)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout, "hello\n")
+
+
+class CommandLineTest(SymmrunTestCase):
+    def test_bad_number_of_pes(self):
+        for value in ("0", "-3", "abc", "99999", "4097", "1.5", "2x", ""):
+            for args in (["-n", value], [f"--npes={value}"]):
+                with self.subTest(args=args):
+                    done, _ = self.symmrun(*args, "true")
+                    self.assertEqual(done.returncode, 2, done.stderr)
+                    self.assertIn(f"invalid number of PEs '{value}'", done.stderr)
+                    self.assertIn("1 to 4096", done.stderr)
+
+    def test_largest_and_compact_forms(self):
+        for args in (["-n4"], ["--npes", "4"], ["--npes=4"], ["-n", "4", "--"]):
+            with self.subTest(args=args):
+                done, _ = self.symmrun(*args, "true")
+                self.assertEqual(done.returncode, 0, done.stderr)
+
+    def test_missing_number_of_pes(self):
+        done, _ = self.symmrun("true")
+        self.assertEqual(done.returncode, 2)
+        self.assertIn("missing -n", done.stderr)
+        done, _ = self.symmrun("-n")
+        self.assertEqual(done.returncode, 2)
+        self.assertIn("-n needs a value", done.stderr)
+
+    def test_missing_program(self):
+        done, _ = self.symmrun("-n", 2)
+        self.assertEqual(done.returncode, 2)
+        self.assertIn("no program given", done.stderr)
+
+    def test_program_not_found(self):
+        done, _ = self.symmrun("-n", 2, "symmrun-no-such-program")
+        self.assertEqual(done.returncode, 127)
+        self.assertIn("'symmrun-no-such-program' not found", done.stderr)
+        done, _ = self.symmrun("-n", 2, "./symmrun-no-such-program")
+        self.assertEqual(done.returncode, 127)
+        self.assertIn("'./symmrun-no-such-program'", done.stderr)
+        self.assertIn("No such file or directory", done.stderr)
+        self.assertEqual(self.job_directories(), [], "nothing may be set up for a program that cannot run")
+
+    def test_program_not_executable(self):
+        script = os.path.join(self.bin, "not-executable")
+        with open(script, "w") as f:
+            f.write("#!/bin/sh\n")
+        os.chmod(script, 0o644)
+        for name in (script, "not-executable"):
+            with self.subTest(name=name):
+                done, _ = self.symmrun("-n", 2, name)
+                self.assertEqual(done.returncode, 127)
+                self.assertIn(f"'{name}'", done.stderr)
+        self.assertIn("Permission denied", self.symmrun("-n", 1, script)[0].stderr)
+
+    def test_bad_options(self):
+        cases = [
+            (["--bogus"], "unknown option '--bogus'"),
+            (["--timeout", "0"], "invalid --timeout '0'"),
+            (["--timeout", "-1"], "invalid --timeout '-1'"),
+            (["--timeout", "soon"], "invalid --timeout 'soon'"),
+            (["--gpus", "0,,1"], "invalid --gpus list '0,,1'"),
+            (["--gpus", "a"], "invalid --gpus list 'a'"),
+            (["--tag-output=yes"], "takes no value"),
+        ]
+        for args, message in cases:
+            with self.subTest(args=args):
+                done, _ = self.symmrun("-n", 1, *args, "true")
+                self.assertEqual(done.returncode, 2, done.stderr)
+                self.assertIn(message, done.stderr)
+
+    def test_options_after_the_program_belong_to_it(self):
+        done, _ = self.symmrun("-n", 1, "sh", "-c", 'printf "%s|" "$@"', "sh", "-n", "--timeout", "--")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout, "-n|--timeout|--|")
+
+    def test_help_and_version(self):
+        done, _ = self.symmrun("--help")
+        self.assertEqual(done.returncode, 0)
+        self.assertIn("Usage: symmrun -n N", done.stdout)
+        for option in ("--tag-output", "--timeout", "--mps", "--gpus", "--version"):
+            self.assertIn(option, done.stdout)
+        done, _ = self.symmrun("--version")
+        self.assertEqual(done.returncode, 0)
+        self.assertRegex(done.stdout, r"^symmrun \(symm\) \d+\.\d+\.\d+\n$")
+
+
+class FailureTest(SymmrunTestCase):
+    def test_exit_status_of_failing_pe(self):
+        done, elapsed = self.probe(3, "--exit", "1:3", "--sleep", "30")
+        reports = self.reports(3)
+        self.assertEqual(done.returncode, 3, done.stderr)
+        self.assertIn(f"symmrun: PE 1 (pid {reports[1]['pid']}) exited with status 3\n", done.stderr)
+        self.assertLess(elapsed, 2.0, "the other PEs were not taken down promptly")
+        self.assert_all_gone(reports)
+        self.assertEqual(self.job_directories(), [])
+
+    def test_pe_killed_by_sigkill(self):
+        done, elapsed = self.probe(4, "--raise", "2:9", "--sleep", "30", "--child")
+        reports = self.reports(4)
+        self.assertEqual(done.returncode, 128 + 9, done.stderr)
+        self.assertIn(f"symmrun: PE 2 (pid {reports[2]['pid']}) was killed by signal SIGKILL\n", done.stderr)
+        self.assertEqual(done.stderr.count("symmrun: PE"), 1, "only the first failure is reported")
+        self.assertLess(elapsed, 2.0, "the other PEs were not taken down promptly")
+        self.assert_all_gone(reports)  # including the children the PEs started
+        self.assertEqual(self.job_directories(), [])
+
+    def test_pe_that_ignores_sigterm_gets_sigkill(self):
+        done, elapsed = self.probe(3, "--exit", "0:5", "--sleep", "30", "--ignore-term")
+        reports = self.reports(3)
+        self.assertEqual(done.returncode, 5, done.stderr)
+        self.assertGreaterEqual(elapsed, 0.9, "SIGKILL must come after a grace period")
+        self.assertLess(elapsed, 3.0, "no SIGKILL after the grace period")
+        self.assert_all_gone(reports)
+
+    def test_exit_status_with_sigchld_ignored_by_the_caller(self):
+        # An inherited SIG_IGN for SIGCHLD makes the kernel reap children unseen unless symmrun resets it.
+        def ignore_sigchld():
+            default_signals()
+            signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+        done = subprocess.run([SYMMRUN, "-n", "2", "sh", "-c", "exit $((SYMM_PE * 3))"], env=self.env,
+                              capture_output=True, text=True, timeout=RUN_LIMIT_S, preexec_fn=ignore_sigchld)
+        self.assertEqual(done.returncode, 3, done.stderr)
+
+    def test_success_leaves_no_process_behind(self):
+        done, _ = self.probe(2, "--child")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stderr, "")
+        self.assert_all_gone(self.reports(2))
+
+    def test_timeout(self):
+        done, elapsed = self.probe(3, "--sleep", "30", "--child", options=("--timeout", "0.5"))
+        reports = self.reports(3)
+        self.assertEqual(done.returncode, 124, done.stderr)
+        self.assertIn("timeout", done.stderr)
+        self.assertIn("--timeout 0.5 s", done.stderr)
+        self.assertNotIn("symmrun: PE", done.stderr, "PEs ended by the timeout are not failures")
+        self.assertGreaterEqual(elapsed, 0.5)
+        self.assertLess(elapsed, 2.5)
+        self.assert_all_gone(reports)
+        self.assertEqual(self.job_directories(), [])
+
+    def test_job_shorter_than_timeout(self):
+        done, _ = self.probe(2, options=("--timeout", "30"))
+        self.assertEqual(done.returncode, 0, done.stderr)
+
+
+class SignalTest(SymmrunTestCase):
+    def test_sigkill_to_symmrun_kills_every_pe(self):
+        job = self.start_symmrun("-n", 3, PROBE, self.outdir, "--sleep", "30")
+        try:
+            reports = self.wait_for_reports(3)
+            job.kill()
+            job.wait(RUN_LIMIT_S)
+            self.assert_all_gone(reports, limit_s=2.0)
+        finally:
+            job.kill()
+            job.communicate()
+
+    def forward(self, sig):
+        job = self.start_symmrun("-n", 3, PROBE, self.outdir, "--sleep", "30")
+        try:
+            reports = self.wait_for_reports(3)
+            start = time.monotonic()
+            job.send_signal(sig)
+            _, stderr = job.communicate(timeout=RUN_LIMIT_S)
+            self.assertLess(time.monotonic() - start, 2.0)
+        finally:
+            job.kill()
+        self.assertEqual(job.returncode, -sig, "symmrun ends by the signal it received")
+        self.assertIn(f"received {signal.Signals(sig).name}; forwarding it to the PEs", stderr)
+        self.assert_all_gone(reports)
+        self.assertEqual(self.job_directories(), [], "the job directory outlived the job")
+
+    def test_sigterm_is_forwarded(self):
+        self.forward(signal.SIGTERM)
+
+    def test_sigint_is_forwarded(self):
+        self.forward(signal.SIGINT)
+
+
+class OutputTest(SymmrunTestCase):
+    LINES = 40
+
+    def check_stream(self, text, npes, tail=None):
+        by_pe = {pe: [] for pe in range(npes)}
+        for line in text.split("\n")[:-1]:
+            match = re.fullmatch(r"\[pe (\d+)\] (.*)", line)
+            self.assertIsNotNone(match, f"line without a prefix: {line!r}")
+            by_pe[int(match.group(1))].append(match.group(2))
+        self.assertTrue(text.endswith("\n"))
+        for pe, lines in by_pe.items():
+            expected = [f"pe {pe} line {i} aaaa bbbb" for i in range(self.LINES)]
+            self.assertEqual(lines, expected + ([tail] if tail else []), f"lines of PE {pe}")
+
+    def test_tag_output(self):
+        done, _ = self.probe(3, "--lines", self.LINES, "--partial", "no newline", options=("--tag-output",))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.check_stream(done.stdout, 3, tail="no newline")
+        self.check_stream(done.stderr, 3)
+
+    def test_output_untouched_without_tag_output(self):
+        done, _ = self.symmrun("-n", 2, "sh", "-c", 'printf "a%s" "$SYMM_PE"')
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(sorted(done.stdout[i:i + 2] for i in (0, 2)), ["a0", "a1"])
+
+    def test_tag_output_with_failure(self):
+        done, _ = self.symmrun("-n", 2, "--tag-output", "sh", "-c", 'echo "out $SYMM_PE"; exit $SYMM_PE')
+        self.assertEqual(done.returncode, 1)
+        self.assertIn("[pe 1] out 1\n", done.stdout)
+        self.assertIn("symmrun: PE 1 (pid", done.stderr)
+
+
+class MpsTest(SymmrunTestCase):
+    WARNING = "time-slice without MPS"
+
+    def fake_mps_control(self):
+        """A stand-in for nvidia-cuda-mps-control that logs its calls. Like the real one, -d leaves a daemon
+        (here a sleep) behind, with its pid file and control socket in the pipe directory; "quit" ends the
+        daemon a little later and leaves the socket file in place."""
+        self.mps_log = os.path.join(self.tmp, "mps.log")
+        self.env["FAKE_MPS_LOG"] = self.mps_log
+        self.install_script("nvidia-cuda-mps-control", f"""\
+            pipe="$CUDA_MPS_PIPE_DIRECTORY"
+            if [ "$1" = -d ]; then
+              echo "start $pipe $CUDA_MPS_LOG_DIRECTORY" >> "$FAKE_MPS_LOG"
+              sleep 30 &
+              echo $! > "$pipe/nvidia-cuda-mps-control.pid"
+              echo "daemon $!" >> "$FAKE_MPS_LOG"
+              exec {sys.executable} -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' \\
+                "$pipe/control"
+            fi
+            read command
+            echo "$command $pipe" >> "$FAKE_MPS_LOG"
+            (sleep 0.2; kill $(cat "$pipe/nvidia-cuda-mps-control.pid")) >/dev/null 2>&1 &
+            """)
+
+    def mps_calls(self):
+        """The fake's log, with the daemon's pid recorded for tearDown (it must be gone by then)."""
+        with open(self.mps_log) as f:
+            calls = f.read().splitlines()
+        self.pids += [int(call.split()[1]) for call in calls if call.startswith("daemon ")]
+        return [call for call in calls if not call.startswith("daemon ")]
+
+    def test_warning_when_pes_share_a_gpu(self):
+        self.fake_nvidia_smi(gpus=1)
+        done, _ = self.probe(2)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        warnings = [line for line in done.stderr.splitlines() if self.WARNING in line]
+        self.assertEqual(len(warnings), 1, done.stderr)
+        self.assertIn("2 PEs share 1 GPU", warnings[0])
+        self.assertIn("4.5 ms", warnings[0])
+        self.assertIn("pass --mps", warnings[0])
+
+    def test_no_warning(self):
+        control_dir = os.path.join(self.tmp, "mps-pipe")
+        os.mkdir(control_dir)
+        cases = {
+            "one PE": (1, 1, {}),
+            "enough GPUs": (2, 2, {}),
+            "no nvidia-smi": (4, None, {}),
+            "nvidia-smi fails": (4, 1, {"status": 9}),
+            "MPS running": (4, 1, {"CUDA_MPS_PIPE_DIRECTORY": control_dir}),
+        }
+        import socket
+        with socket.socket(socket.AF_UNIX) as control:
+            control.bind(os.path.join(control_dir, "control"))
+            for name, (npes, gpus, extra) in cases.items():
+                with self.subTest(name):
+                    if os.path.exists(os.path.join(self.bin, "nvidia-smi")):
+                        os.remove(os.path.join(self.bin, "nvidia-smi"))
+                    if gpus is not None:
+                        self.fake_nvidia_smi(gpus, status=extra.get("status", 0))
+                    env = dict(self.env)
+                    if "CUDA_MPS_PIPE_DIRECTORY" in extra:
+                        env["CUDA_MPS_PIPE_DIRECTORY"] = extra["CUDA_MPS_PIPE_DIRECTORY"]
+                    done, _ = self.symmrun("-n", npes, "true", env=env)
+                    self.assertEqual(done.returncode, 0, done.stderr)
+                    self.assertNotIn(self.WARNING, done.stderr)
+
+    def test_private_mps_daemon(self):
+        self.fake_nvidia_smi(gpus=1)
+        self.fake_mps_control()
+        done, _ = self.probe(2, options=("--mps",))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stderr, "", "no time-slicing warning, no trouble stopping the daemon")
+        reports = self.reports(2)
+        job_dir = reports[0]["SYMM_JOB_DIR"]
+        pipe_dir, log_dir = reports[0]["CUDA_MPS_PIPE_DIRECTORY"], reports[0]["CUDA_MPS_LOG_DIRECTORY"]
+        self.assertEqual(os.path.dirname(pipe_dir), job_dir)
+        self.assertEqual(os.path.dirname(log_dir), job_dir)
+        self.assertEqual(reports[1]["CUDA_MPS_PIPE_DIRECTORY"], pipe_dir)
+        self.assertEqual(self.mps_calls(), [f"start {pipe_dir} {log_dir}", f"quit {pipe_dir}"])
+        self.assertEqual(self.job_directories(), [])
+
+    def test_mps_daemon_is_stopped_when_a_pe_fails(self):
+        self.fake_mps_control()
+        done, _ = self.probe(2, "--exit", "1:4", "--sleep", "30", options=("--mps",))
+        self.assertEqual(done.returncode, 4, done.stderr)
+        self.reports(2)
+        self.assertEqual([call.split()[0] for call in self.mps_calls()], ["start", "quit"])
+        self.assertEqual(self.job_directories(), [])
+
+    def test_mps_without_control_program(self):
+        done, _ = self.probe(2, options=("--mps",))
+        self.assertEqual(done.returncode, 1)
+        self.assertIn("nvidia-cuda-mps-control not found", done.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.outdir, "pe-0.txt")), "no PE may start")
+        self.assertEqual(self.job_directories(), [])
+
+    def test_mps_daemon_that_fails_to_start(self):
+        self.install_script("nvidia-cuda-mps-control", 'echo "An instance of this daemon is already running"; exit 1\n')
+        done, _ = self.probe(2, options=("--mps",))
+        self.assertEqual(done.returncode, 1)
+        self.assertIn("exited with status 1", done.stderr)
+        self.assertIn("An instance of this daemon is already running", done.stderr)
+        self.assertEqual(self.job_directories(), [])
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    SYMMRUN, PROBE = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    unittest.main(argv=[sys.argv[0], *sys.argv[3:]], verbosity=2)

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# tools/gpu-check.sh BUILD_DIR OUT_DIR [what...]: the GPU-machine run of symm — the gpu suite as processes (under a
+# private MPS daemon) and as threads, the GPU examples, optionally compute-sanitizer and the benchmark suite. Logs go
+# to OUT_DIR; a summary table is printed last. `what` is any of: tests examples sanitizer bench (default: all).
+set -uo pipefail
+build=$(cd "$1" && pwd); out=$(mkdir -p "$2" && cd "$2" && pwd); shift 2
+what=${*:-tests examples sanitizer bench}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+summary=()
+note() { summary+=("$1"); echo "== $1"; }
+
+nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader | tee "$out/env.txt"
+ngpu=$(nvidia-smi -L | grep -c '^GPU ' || true)
+
+# Several PEs on one GPU need MPS for their kernels to run concurrently (a barrier kernel waits for its peers).
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/symm-mps CUDA_MPS_LOG_DIRECTORY=/tmp/symm-mps-log
+mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+nvidia-cuda-mps-control -d && note "MPS daemon started ($CUDA_MPS_PIPE_DIRECTORY)"
+trap 'echo quit | nvidia-cuda-mps-control; echo "MPS daemon stopped"' EXIT
+
+run() { # name timeout command...
+  local name=$1 limit=$2; shift 2
+  local t0=$(date +%s%N)
+  timeout "$limit" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  note "$(printf '%-28s rc=%-3s %7d ms  (%s)' "$name" "$rc" "$ms" "$*")"
+  tail -n 4 "$out/$name.log" | sed 's/^/    /'
+  return $rc
+}
+
+if [[ " $what " == *" tests "* ]]; then
+  run vmm_ipc_smoke 120 "$build/tests/gpu/vmm_ipc_smoke"
+  run gpu_suite 500 "$build/tests/gpu/symm_gpu_tests" --durations yes
+fi
+if [[ " $what " == *" examples "* ]]; then
+  run example_put_get_gpu 60 "$build/tools/symmrun" -n 2 -- "$build/examples/01_put_get/put_get_gpu"
+  grep -q 'dst\[0\] = 0' "$out/example_put_get_gpu.log" && note "example output OK: $(grep 'dst\[0\]' "$out/example_put_get_gpu.log")"
+fi
+if [[ " $what " == *" sanitizer "* ]]; then
+  run memcheck 300 compute-sanitizer --tool memcheck --target-processes all --report-api-errors no \
+    "$build/tests/gpu/symm_gpu_tests" "device p and g*"
+  grep -E "ERROR SUMMARY" "$out/memcheck.log" | sort | uniq -c | sed 's/^/    /'
+fi
+if [[ " $what " == *" bench "* ]]; then
+  BENCH_MPS=0 run bench 300 "$here/benchmarks/run_all.sh" "$build/benchmarks" "$out/bench" -- ${BENCH_ARGS:-}
+  [ -f "$out/bench/report.txt" ] && cat "$out/bench/report.txt"
+fi
+printf '%s\n' "${summary[@]}"

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# tools/setup.sh: installs what building and testing symm needs and is missing; quiet when nothing is.
+#
+#   tools/setup.sh            # install what is missing
+#   source tools/setup.sh     # the same, and put meson, ninja and nvcc on this shell's PATH
+#
+# Debian/Ubuntu packages: catch2 libfmt-dev pkg-config cmake (apt-get, through sudo when not root; `apt-get update`
+# only when something must be installed). Python: meson 1.12.x and ninja (pip; --user when not root). The CUDA
+# toolkit is not installed here: symm needs its headers (CCCL) even for the host backend, so its absence is an error.
+# Prints one line per thing installed and nothing else on success.
+
+symm_setup() {
+  local sudo='' log
+  if [ "$(id -u)" != 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then sudo='sudo'; fi
+  fi
+  log="$(mktemp "${TMPDIR:-/tmp}/symm-setup.XXXXXX")"
+
+  # --- CUDA toolkit: located, never installed -----------------------------------------------------------------
+  local nvcc_path=''
+  if command -v nvcc >/dev/null 2>&1; then
+    nvcc_path="$(command -v nvcc)"
+  else
+    local d
+    for d in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda; do
+      if [ -n "$d" ] && [ -x "$d/bin/nvcc" ]; then nvcc_path="$d/bin/nvcc"; break; fi
+    done
+  fi
+  if [ -z "$nvcc_path" ]; then
+    echo "setup.sh: error: no CUDA toolkit found (nvcc is not on PATH, nor in \$CUDA_HOME, \$CUDA_PATH or /usr/local/cuda)." >&2
+    echo "  symm needs the toolkit's headers (CCCL, in <toolkit>/include/cccl) even for the host backend." >&2
+    echo "  Install the CUDA 13 toolkit (e.g. apt-get install cuda-toolkit-13-0 from NVIDIA's repository) or put its bin/ on PATH." >&2
+    rm -f "$log"; return 1
+  fi
+  local cuda_root
+  cuda_root="$(cd "$(dirname "$nvcc_path")/.." && pwd)"
+  if [ ! -d "$cuda_root/include/cccl" ]; then
+    echo "setup.sh: error: the CUDA toolkit at $cuda_root has no include/cccl: symm needs CUDA 13 or later." >&2
+    rm -f "$log"; return 1
+  fi
+  case ":$PATH:" in *":$cuda_root/bin:"*) ;; *) export PATH="$PATH:$cuda_root/bin" ;; esac
+
+  # --- distribution packages: each is satisfied by the package or by an equivalent already there ---------------
+  local missing=() pkg
+  has_pkg() { dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed'; }
+  for pkg in catch2 libfmt-dev pkg-config cmake; do
+    has_pkg "$pkg" && continue
+    case "$pkg" in # a copy built from source, as on machines without network, counts too
+      pkg-config) command -v pkg-config >/dev/null 2>&1 && continue ;;
+      cmake) command -v cmake >/dev/null 2>&1 && continue ;;
+      libfmt-dev) command -v pkg-config >/dev/null 2>&1 && pkg-config --exists 'fmt >= 9' && continue ;;
+      catch2)
+        if command -v pkg-config >/dev/null 2>&1 && { pkg-config --exists catch2-with-main || pkg-config --exists catch2; }; then
+          continue
+        fi
+        ;;
+    esac
+    missing+=("$pkg")
+  done
+  if ! python3 -m pip --version >/dev/null 2>&1; then missing+=(python3-pip); fi
+  if [ "${#missing[@]}" -gt 0 ]; then
+    if ! command -v apt-get >/dev/null 2>&1; then
+      echo "setup.sh: error: missing ${missing[*]} and no apt-get here; install them with your package manager." >&2
+      rm -f "$log"; return 1
+    fi
+    if [ "$(id -u)" != 0 ] && [ -z "$sudo" ]; then
+      echo "setup.sh: error: missing ${missing[*]}; not root and no sudo to install them." >&2
+      rm -f "$log"; return 1
+    fi
+    if ! { $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+      $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+      cat "$log" >&2
+      echo "setup.sh: error: apt-get could not install ${missing[*]} (log above)." >&2
+      rm -f "$log"; return 1
+    fi
+    for pkg in "${missing[@]}"; do echo "setup.sh: installed $pkg (apt)"; done
+  fi
+
+  # --- meson 1.12.x and ninja from pip ------------------------------------------------------------------------
+  local user_bin scripts_bin
+  user_bin="$(python3 -c 'import site; print(site.getuserbase())')/bin" # not `-m site --user-base`: exits 1 in a venv
+  scripts_bin="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')"
+  local d
+  for d in "$scripts_bin" "$user_bin"; do # a previous run's install counts even if its folder is not on PATH yet
+    if [ -x "$d/meson" ]; then
+      case ":$PATH:" in *":$d:"*) ;; *) export PATH="$d:$PATH" ;; esac
+    fi
+  done
+  local meson_version=''
+  meson_version="$(meson --version 2>/dev/null || true)"
+  case "$meson_version" in
+    1.12.*) ;;
+    *)
+      local pip_args=(install -q --disable-pip-version-check) target_bin="$scripts_bin"
+      if [ "$(id -u)" != 0 ]; then pip_args+=(--user); target_bin="$user_bin"; fi
+      if python3 -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))' 2>/dev/null; then
+        pip_args+=(--break-system-packages) # Debian's python (PEP 668): meson and ninja are pure tools, no conflict
+      fi
+      if ! python3 -m pip "${pip_args[@]}" meson==1.12.1 ninja==1.13.0 >"$log" 2>&1; then
+        cat "$log" >&2
+        echo "setup.sh: error: pip could not install meson==1.12.1 ninja==1.13.0 (log above)." >&2
+        rm -f "$log"; return 1
+      fi
+      local was_on_path=0
+      case ":$PATH:" in *":$target_bin:"*) was_on_path=1 ;; *) export PATH="$target_bin:$PATH" ;; esac
+      hash -r
+      echo "setup.sh: installed meson 1.12.1 and ninja 1.13.0 (pip) into $target_bin"
+      if [ "${SYMM_SETUP_SOURCED:-0}" = 0 ] && [ "$was_on_path" = 0 ]; then
+        echo "setup.sh: run: export PATH=\"$target_bin:\$PATH\" (or source tools/setup.sh)"
+      fi
+      ;;
+  esac
+  if ! command -v ninja >/dev/null 2>&1; then
+    echo "setup.sh: error: ninja is not on PATH (pip install ninja==1.13.0)." >&2
+    rm -f "$log"; return 1
+  fi
+  rm -f "$log"
+  return 0
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  set -euo pipefail
+  SYMM_SETUP_SOURCED=0 symm_setup
+else
+  SYMM_SETUP_SOURCED=1 symm_setup
+fi
