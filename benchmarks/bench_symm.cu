@@ -23,10 +23,12 @@ namespace cg = cooperative_groups;
 template <bool Put, class Group>
 __device__ void move_chunk(const Group& g, symm::array_ref<char> dst, symm::array_ref<char> src, int peer,
                           std::size_t off, std::size_t n, long long iters) {
+  auto to = Put ? symm::remote(dst, peer).subspan(off, n) : symm::remote(src, peer).subspan(off, n);
+  auto here = Put ? src.local().subspan(off, n) : dst.local().subspan(off, n);
   for (long long it = 0; it < iters; ++it) {
-    if constexpr (Put) symm::put(g, symm::remote(dst, peer).subspan(off, n), src.local().subspan(off, n));
-    else symm::get(g, dst.local().subspan(off, n), symm::remote(src, peer).subspan(off, n));
-    asm volatile("" ::: "memory");
+    if constexpr (Put) symm::put(g, to, here);
+    else symm::get(g, here, to);
+    asm volatile("" ::: "memory"); // keep every iteration, as bench_raw does
   }
 }
 
@@ -95,7 +97,8 @@ template <class Scope> __global__ void barrier_lat(symm::world_ref w, long long 
     if constexpr (std::is_same_v<Scope, symm::single_thread>) return symm::this_thread();
     else return cg::this_thread_block();
   }();
-  for (long long i = 0; i < iters; ++i) symm::sync_all(scope, w, 1);
+  symm::barrier_session<Scope> barrier(scope, w, 1);
+  for (long long i = 0; i < iters; ++i) barrier.sync();
 }
 
 struct state {

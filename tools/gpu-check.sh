@@ -45,5 +45,6 @@ fi
 if [[ " $what " == *" bench "* ]]; then
   BENCH_MPS=0 run bench 300 "$here/benchmarks/run_all.sh" "$build/benchmarks" "$out/bench" -- ${BENCH_ARGS:-}
   [ -f "$out/bench/report.txt" ] && cat "$out/bench/report.txt"
+  tar -C "$out" -czf "$out/bench.tgz" bench && rm -rf "$out/bench" # one file: the tool brings back few files
 fi
 printf '%s\n' "${summary[@]}"

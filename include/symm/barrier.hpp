@@ -63,34 +63,108 @@ SYMM_BEGIN_NAMESPACE
 //! Number of independent device barrier channels per world.
 inline constexpr int device_barrier_channels = detail::barrier_channels;
 
+namespace detail {
+//! The flags one barrier round touches, looked up once per session: after an acquire fence the peer table would be
+//! re-read from L2 on every round. Thread `rank` signals and awaits PEs me+1+rank, me+1+rank+count, ... (mod n).
+struct barrier_flags_view {
+  std::uint64_t* mine = nullptr;       // this PE's arrival words on the channel
+  std::uint64_t* first_remote = nullptr; // this thread's first peer's word for this PE, or null if it has none
+  int first_peer = -1;
+};
+
+template <class Group>
+SYMM_DEVICE SYMM_FORCEINLINE barrier_flags_view lookup_barrier_flags(const Group& group, const world_ref& w,
+                                                                     int channel) {
+  const int me = w.my_pe(), n = w.n_pes(), rank = static_cast<int>(group.thread_rank());
+  barrier_flags_view v;
+  v.mine = w.barrier_flags(me, channel);
+  if (rank < n - 1) {
+    v.first_peer = (me + 1 + rank) % n;
+    v.first_remote = w.barrier_flags(v.first_peer, channel) + me;
+  }
+  return v;
+}
+
+//! One barrier round at `epoch`: tell every other PE this PE arrived (one release fence per signalling thread, then
+//! relaxed stores), wait until every other PE told us (relaxed polls, then one acquire fence). The group has synced
+//! before, so the release covers every thread's earlier writes (fences are cumulative through the group barrier).
+template <class Group>
+SYMM_DEVICE SYMM_FORCEINLINE void barrier_round(const Group& group, const world_ref& w, int channel,
+                                                const barrier_flags_view& flags, std::uint64_t epoch) {
+  const int me = w.my_pe(), n = w.n_pes();
+  const int rank = static_cast<int>(group.thread_rank()), count = static_cast<int>(group.num_threads());
+  using flag = cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>;
+  if (flags.first_remote != nullptr) {
+    cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_system);
+    flag(*flags.first_remote).store(epoch, cuda::memory_order_relaxed);
+    for (int k = rank + count; k < n - 1; k += count) {
+      flag(w.barrier_flags((me + 1 + k) % n, channel)[me]).store(epoch, cuda::memory_order_relaxed);
+    }
+    for (int k = rank; k < n - 1; k += count) {
+      const int p = (me + 1 + k) % n;
+      flag arrived(flags.mine[p]);
+      detail::device_wait_until([&] { return arrived.load(cuda::memory_order_relaxed) >= epoch; }, "symm::sync_all",
+                                me, p);
+    }
+    cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
+  }
+  group.sync();
+}
+} // namespace detail
+
+//! A sequence of device barriers on one channel by one group per PE, with the channel's epoch kept in registers:
+//! each sync() costs one round of flag stores and polls, nothing else. Construct it with every thread of the group;
+//! the destructor saves the epoch for the next session on the channel (in a later kernel or later in this one).
+//! One session per channel at a time on each PE.
+//! \code
+//!   symm::barrier_session bar(cooperative_groups::this_thread_block(), world, 1);
+//!   for (int step = 0; step < steps; ++step) { exchange_halos(...); bar.barrier(); compute(...); }
+//! \endcode
+template <cooperating_group Group> class barrier_session {
+public:
+  SYMM_DEVICE barrier_session(const Group& group, const world_ref& w, int channel = 0)
+      : group_(group), world_(w), channel_(channel) {
+    group_.sync(); // a previous session's saved epoch is visible to every thread
+    flags_ = detail::lookup_barrier_flags(group_, w, channel);
+    epoch_ = flags_.mine[w.n_pes()];
+  }
+  barrier_session(const barrier_session&) = delete;
+  barrier_session& operator=(const barrier_session&) = delete;
+  SYMM_DEVICE ~barrier_session() {
+    group_.sync(); // every thread has read the epoch before it is overwritten
+    if (group_.thread_rank() == 0) flags_.mine[world_.n_pes()] = epoch_;
+  }
+
+  //! Waits until the group of every PE reached the same sync(); writes before it are visible after it.
+  SYMM_DEVICE void sync() {
+    group_.sync();
+    detail::barrier_round(group_, world_, channel_, flags_, ++epoch_);
+  }
+  //! quiet() and sync(): every put the group issued before it is complete and visible on every PE after it.
+  SYMM_DEVICE void barrier() {
+    cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);
+    sync();
+  }
+
+private:
+  Group group_;
+  world_ref world_;
+  int channel_;
+  detail::barrier_flags_view flags_;
+  std::uint64_t epoch_ = 0;
+};
+
 //! Waits until one group of every PE has called it on the same channel, without completing this group's puts
-//! (OpenSHMEM's sync_all). Every thread of `group` calls it.
+//! (OpenSHMEM's sync_all). Every thread of `group` calls it. For many barriers in one kernel use a barrier_session.
 template <cooperating_group Group>
 SYMM_DEVICE void sync_all(const Group& group, const world_ref& w, int channel = 0) {
-  group.sync();
-  const int me = w.my_pe(), n = w.n_pes();
-  std::uint64_t* mine = w.barrier_flags(me, channel);
-  // The epoch counter sits after the arrival words; only this PE's one group on this channel touches it.
-  const std::uint64_t epoch = mine[n] + 1;
-  group.sync();
-  if (group.thread_rank() == 0) mine[n] = epoch;
-  for (int p = static_cast<int>(group.thread_rank()); p < n; p += static_cast<int>(group.num_threads())) {
-    cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(w.barrier_flags(p, channel)[me])
-        .store(epoch, cuda::memory_order_release);
-  }
-  for (int p = static_cast<int>(group.thread_rank()); p < n; p += static_cast<int>(group.num_threads())) {
-    cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system> arrived(mine[p]);
-    detail::device_wait_until([&] { return arrived.load(cuda::memory_order_acquire) >= epoch; }, "symm::sync_all",
-                              me, p);
-  }
-  group.sync();
+  barrier_session<Group>(group, w, channel).sync();
 }
 
 //! quiet() and sync_all(): every put any thread of the group issued before it is visible on every PE after it.
 template <cooperating_group Group>
 SYMM_DEVICE void barrier_all(const Group& group, const world_ref& w, int channel = 0) {
-  cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);
-  sync_all(group, w, channel);
+  barrier_session<Group>(group, w, channel).barrier();
 }
 
 //! A device barrier at the end of a scope: barrier_all(group, w, channel) when the scope exits.

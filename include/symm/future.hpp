@@ -16,8 +16,9 @@ template <class T = void> class future;
 //!
 //! Move-only. `wait()` blocks until the operation is complete (a put's data is in place at the target PE, a get's in
 //! the local buffer) and rethrows the operation's error, if any. `ready()` polls. Destroying a future that was not
-//! waited for waits (errors are then reported on stderr, since destructors do not throw); `symm::quiet()` completes
-//! every outstanding operation of the PE, future or not.
+//! waited for waits (errors are then reported on stderr, since destructors do not throw), except the future of a
+//! stream-ordered operation (`symm::put(stream, ...)`), whose completion the stream already orders; `symm::quiet()`
+//! completes every outstanding operation of the PE, future or not.
 template <> class [[nodiscard]] future<void> {
 public:
   future() noexcept = default;
@@ -47,6 +48,10 @@ public:
 
 private:
   void finish_quietly() noexcept {
+    if (!done_ || !done_->waits_when_dropped()) {
+      done_.reset();
+      return;
+    }
     try {
       wait();
     } catch (const std::exception& e) {

@@ -27,8 +27,8 @@ struct single_thread {
 SYMM_HOST_DEVICE constexpr single_thread this_thread() noexcept { return {}; }
 
 namespace detail {
-//! Whether put/get end with g.sync(). A grid may only sync under a cooperative launch, so grid-wide operations leave
-//! the synchronisation to the caller.
+//! Whether `G` may call sync(): a grid may only under a cooperative launch, so grid-wide operations leave the
+//! synchronisation to the caller.
 template <class G> inline constexpr bool syncs_after_bulk = !requires(const G& g) { g.is_valid(); };
 } // namespace detail
 

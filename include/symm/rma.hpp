@@ -50,11 +50,15 @@ SYMM_END_NAMESPACE
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Device code: group-scoped put and get. Every thread of `group` calls with the same arguments; the group's threads
-// share the copy (16-byte accesses when the alignment allows). On return the local buffer may be reused (the group
-// has synchronised, except for grid groups) and the data is on its way; fence() orders it, quiet() completes it.
+// share the copy (16-byte accesses when the alignment allows). On return each thread's share of the source may be
+// reused; the group synchronises (group.sync(), or a barrier) before a thread reuses data another thread copied, as
+// with any cooperative_groups work. The data is on its way: fence() orders it, quiet() completes it, and a device
+// barrier does both. No synchronisation is added inside: small transfers cost only their loads and stores.
 #if SYMM_CUDA_COMPILATION()
 #  include <symm/detail/device_copy.hpp>
 #  include <symm/group.hpp>
+
+#  include <cuda/atomic>
 
 SYMM_BEGIN_NAMESPACE
 
@@ -72,7 +76,6 @@ SYMM_DEVICE void put(const Group& group, const pe_span<T, E>& dst, cuda::std::sp
   detail::group_copy(static_cast<unsigned>(group.thread_rank()), static_cast<unsigned>(group.num_threads()),
                      dst.address(), source.data(), dst.size_bytes() < source.size_bytes() ? dst.size_bytes()
                                                                                          : source.size_bytes());
-  if constexpr (detail::syncs_after_bulk<Group>) group.sync();
 }
 
 //! Get from device code: `group` copies PE src.pe()'s elements into `destination`; complete for the group on return.
@@ -85,7 +88,6 @@ SYMM_DEVICE void get(const Group& group, cuda::std::span<U, E2> destination, con
                      destination.data(), src.address(), destination.size_bytes() < src.size_bytes()
                                                             ? destination.size_bytes()
                                                             : src.size_bytes());
-  if constexpr (detail::syncs_after_bulk<Group>) group.sync();
 }
 
 //! Completion of a device-side non-blocking put or get, for the group that issued it.
@@ -147,8 +149,9 @@ inline void require_cuda_backend(const world_state* world, const char* what) {
 }
 } // namespace detail
 
-//! Put ordered on `stream`: starts after the stream's earlier work, and the returned future (an event) completes
-//! when the data is at the target. `source` may be device or host memory.
+//! Put ordered on `stream`: starts after the stream's earlier work; the data is at the target once the stream has run
+//! up to it, which the returned future's wait() waits for (with whatever the stream holds by then). Dropping the
+//! future does not wait. `source` may be device or host memory.
 template <class T, std::size_t E, class Range>
   requires contiguous_range_of<Range, T>
 future<> put(cudaStream_t stream, const pe_span<T, E>& dst, Range&& source) {

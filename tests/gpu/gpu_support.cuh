@@ -50,6 +50,12 @@ template <class Fn> void on_gpu_pes(int n, Fn body, symm::world_options options 
   symm::launch(1, [&] { symm::launch(n, body, {.mode = symm::launch_mode::threads, .world = options}); });
 }
 
+//! cudaMemset, finished before returning: a memset still queued when a peer's put lands would overwrite it.
+inline void fill_now(void* device, int byte, std::size_t bytes) {
+  GPU_CHECK(cudaMemset(device, byte, bytes));
+  GPU_CHECK(cudaDeviceSynchronize());
+}
+
 template <class T> T* device_copy_of(const std::vector<T>& host) {
   T* d = nullptr;
   GPU_CHECK(cudaMalloc(&d, host.size() * sizeof(T)));

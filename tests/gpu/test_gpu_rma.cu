@@ -102,7 +102,7 @@ template <class T> void exchange_with_all_scopes(symm::world& world, std::size_t
     // Misaligned windows too: [1, count - 1) shifts both sides by one element.
     for (std::size_t offset : {std::size_t{0}, static_cast<std::size_t>(count > 2 ? 1 : 0)}) {
       std::size_t len = count - 2 * offset;
-      GPU_CHECK(cudaMemset(dst.local().data(), 0xAB, dst.size_bytes()));
+      symm_gpu_test::fill_now(dst.local().data(), 0xAB, dst.size_bytes());
       world.barrier();
       put_kernel<T><<<s == scope::grid ? 4 : 1, 256>>>(dst, src, right, offset, len, s);
       GPU_CHECK(cudaGetLastError());
@@ -115,7 +115,7 @@ template <class T> void exchange_with_all_scopes(symm::world& world, std::size_t
                                                me, name(s), len, offset, i));
         }
       }
-      GPU_CHECK(cudaMemset(dst.local().data(), 0xCD, dst.size_bytes()));
+      symm_gpu_test::fill_now(dst.local().data(), 0xCD, dst.size_bytes());
       get_kernel<T><<<s == scope::grid ? 4 : 1, 256>>>(dst, src, right, offset, len, s);
       GPU_CHECK(cudaGetLastError());
       GPU_CHECK(cudaDeviceSynchronize());
@@ -163,12 +163,12 @@ TEST_CASE("device p and g, and put_nbi with its future, on 2, 4 and 8 PEs", "[gp
       GPU_CHECK(cudaDeviceSynchronize());
       world.barrier();
       PE_REQUIRE(symm_gpu_test::local_to_host(dst) == expected);
-      GPU_CHECK(cudaMemset(dst.local().data(), 0, dst.size_bytes()));
+      symm_gpu_test::fill_now(dst.local().data(), 0, dst.size_bytes());
       g_kernel<int><<<64, 256>>>(dst, src, left);
       GPU_CHECK(cudaDeviceSynchronize());
       PE_REQUIRE(symm_gpu_test::local_to_host(dst) == expected);
       world.barrier();
-      GPU_CHECK(cudaMemset(dst.local().data(), 0, dst.size_bytes()));
+      symm_gpu_test::fill_now(dst.local().data(), 0, dst.size_bytes());
       world.barrier();
       put_nbi_kernel<int><<<1, 512>>>(dst, src, right);
       GPU_CHECK(cudaDeviceSynchronize());
@@ -206,7 +206,7 @@ TEST_CASE("device barriers order puts, on several channels from concurrent strea
       symm::array<std::uint64_t> b(world, static_cast<std::size_t>(world.n_pes()));
       unsigned* errors = nullptr;
       GPU_CHECK(cudaMalloc(&errors, 2 * sizeof(unsigned)));
-      GPU_CHECK(cudaMemset(errors, 0, 2 * sizeof(unsigned)));
+      symm_gpu_test::fill_now(errors, 0, 2 * sizeof(unsigned));
       cudaStream_t s1, s2;
       GPU_CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
       GPU_CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));

@@ -21,12 +21,23 @@ namespace detail {
 
 enum class pe_state : std::uint32_t { joining = 0, running = 1, finalized = 2, failed = 3 };
 
-//! One collective allocation or free, as each PE asked for it; compared across PEs before the allocator runs.
+//! Which collective operation a PE asked for.
+enum class collective_kind : std::uint64_t {
+  none = 0,
+  allocate = 1,      //!< args: bytes, alignment
+  free = 2,          //!< args: the offset freed
+  split_strided = 3, //!< args: start, stride, size (in the parent team)
+  split_2d = 4,      //!< args: x_range
+  destroy_team = 5,  //!< no args
+};
+
+//! One collective operation (an allocation, a free, a team split), as each PE of the team asked for it; compared
+//! across the team's PEs before anything runs.
 struct collective_request {
-  std::uint64_t sequence; //!< how many collective heap operations this PE has done, this one included
-  std::uint64_t kind;     //!< 1 = allocate, 2 = free
-  std::uint64_t bytes;    //!< bytes asked (allocate) or the offset freed (free)
-  std::uint64_t alignment;
+  std::uint64_t sequence; //!< how many collective operations this PE has done on this team, this one included
+  collective_kind kind;
+  std::int64_t args[3];   //!< what was asked (compared)
+  std::uint64_t channels; //!< not compared: the host barrier channels of the teams this PE belongs to (bit c: channel c)
 };
 
 //! A centralized sense-reversing barrier: arrivals count up, the last one bumps the generation and wakes sleepers.
@@ -42,9 +53,12 @@ struct pe_control {
   alignas(64) std::uint32_t pid;
   std::uint32_t state;
   std::uint32_t failure_written;
-  alignas(64) collective_request requests[2]; // indexed by sequence parity
+  // [channel of the team][sequence parity]: a PE belongs to at most one live team per channel (channel 0: the world)
+  alignas(64) collective_request requests[barrier_channels][2];
   alignas(64) char failure[1024];             // why this PE failed, for the others' messages
   alignas(64) barrier_channel barriers[barrier_channels]; // used on the page of the barrier's root PE
+  alignas(64) std::uint32_t sleepers; // host threads asleep on a futex in this PE's heap (symm/wait.hpp): writers
+                                       // of 4-byte words wake them only while it is not 0
 };
 
 inline constexpr std::size_t control_page_bytes = (sizeof(pe_control) + 4095) / 4096 * 4096;

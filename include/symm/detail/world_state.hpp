@@ -11,11 +11,15 @@
 #  include <symm/detail/backend/cuda/cuda_heap.hpp>
 #endif
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <iterator>
 #include <memory>
+#include <numeric>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +59,33 @@ inline symm::backend choose_backend(const world_options& options) {
   return symm::backend::host;
 }
 
+//! The PEs that take part in one collective operation: a team's members in team order (world PE numbers), where the
+//! team's host barrier lives (channel `channel` on the control page of its root, members[0]), and the team's count of
+//! collective operations, which indexes the request slots.
+struct collective_group {
+  std::span<const int> members;
+  int channel = 0;
+  std::uint64_t* sequence = nullptr;
+  std::string_view name; //!< how messages name the team
+};
+
+//! One PE's request, for the table of a mismatch error.
+inline std::string describe(const collective_request& r) {
+  switch (r.kind) {
+    case collective_kind::allocate:
+      return fmt::format("collective heap operation #{}: allocate bytes {}", r.sequence, r.args[0]);
+    case collective_kind::free: return fmt::format("collective heap operation #{}: free offset {}", r.sequence, r.args[0]);
+    case collective_kind::split_strided:
+      return fmt::format("collective operation #{}: split_strided(start = {}, stride = {}, size = {})", r.sequence,
+                         r.args[0], r.args[1], r.args[2]);
+    case collective_kind::split_2d:
+      return fmt::format("collective operation #{}: split_2d(x_range = {})", r.sequence, r.args[0]);
+    case collective_kind::destroy_team: return fmt::format("collective operation #{}: destroy the team", r.sequence);
+    case collective_kind::none: break;
+  }
+  return fmt::format("collective operation #{}: nothing", r.sequence);
+}
+
 class world_state {
 public:
   explicit world_state(const world_options& options) : job_(job_from_environment()) {
@@ -66,6 +97,8 @@ public:
     boot_ = std::make_unique<bootstrap>(job_, timeout);
     host_ = std::make_unique<host_heap>(*boot_, kind_ == symm::backend::host ? heap_bytes_ : 0);
     controls_.assign(host_->controls(), host_->controls() + job_.n_pes);
+    all_pes_.resize(static_cast<std::size_t>(job_.n_pes));
+    std::iota(all_pes_.begin(), all_pes_.end(), 0);
     live_ = liveness(controls_, job_.pe);
     pe_control& mine = *controls_[static_cast<std::size_t>(job_.pe)];
     atomic_at(mine.pid).store(static_cast<std::uint32_t>(::getpid()), std::memory_order_relaxed);
@@ -134,7 +167,9 @@ public:
     std::memcpy(mine.failure, why.data(), n);
     mine.failure[n] = '\0';
     atomic_at(mine.state).store(static_cast<std::uint32_t>(pe_state::failed), std::memory_order_release);
-    for (auto* page : controls_) futex_wake_all(&page->barriers[0].generation);
+    for (auto* page : controls_) {
+      for (auto& channel : page->barriers) futex_wake_all(&channel.generation); // team barriers too
+    }
   }
 
   [[nodiscard]] int my_pe() const noexcept { return job_.pe; }
@@ -150,9 +185,20 @@ public:
   [[nodiscard]] const heap_allocator& allocator() const noexcept { return *allocator_; }
   //! Offset of symm's own block (device barrier flags) in every heap.
   [[nodiscard]] std::size_t system_offset() const noexcept { return system_offset_; }
-  //! Bytes of that block: per channel, one arrival word per PE and this PE's epoch counter.
+  //! Bytes of that block: the world's device barrier flags (per channel, one arrival word per PE and this PE's epoch
+  //! counter), then the teams' device barrier flags (at team_flags_offset()).
   static constexpr std::size_t system_area_bytes(int n_pes) noexcept {
-    return static_cast<std::size_t>(barrier_channels) * (static_cast<std::size_t>(n_pes) + 1) * sizeof(std::uint64_t);
+    return static_cast<std::size_t>(barrier_channels) * (static_cast<std::size_t>(n_pes) + 1) * sizeof(std::uint64_t) +
+           team_flags_bytes(n_pes);
+  }
+  //! Offset of the teams' device barrier flags in every heap: per channel, one arrival count per PE (written by that
+  //! PE), then this PE's count of its own arrivals at each PE. Counting per pair of PEs, not per PE, lets teams that
+  //! overlap use one channel one after another.
+  [[nodiscard]] std::size_t team_flags_offset() const noexcept {
+    return system_offset_ + system_area_bytes(job_.n_pes) - team_flags_bytes(job_.n_pes);
+  }
+  static constexpr std::size_t team_flags_bytes(int n_pes) noexcept {
+    return static_cast<std::size_t>(barrier_channels) * 2 * static_cast<std::size_t>(n_pes) * sizeof(std::uint64_t);
   }
 #if SYMM_CUDA_BACKEND()
   [[nodiscard]] cuda_heap* cuda() const noexcept { return cuda_.get(); }
@@ -175,9 +221,28 @@ public:
     barrier_wait(controls_[0]->barriers[0], static_cast<std::uint32_t>(job_.n_pes), live_, what);
   }
 
+  //! Barrier of a team's PEs, on the team's channel of its root's control page.
+  void barrier(const collective_group& group, std::string_view what) {
+    require_alive(what);
+    barrier_wait(control(group.members[0]).barriers[group.channel], static_cast<std::uint32_t>(group.members.size()),
+                 live_, what);
+  }
+
+  //! The world as a collective group: every PE, channel 0 of PE 0, the world's count of collective operations.
+  [[nodiscard]] collective_group world_group() noexcept {
+    return collective_group{all_pes_, 0, &collective_sequence_, "the world"};
+  }
+
+  //! Host barrier channels of the teams this PE belongs to (bit c: channel c; bit 0: the world's). Team creation
+  //! picks a channel no member uses, so a PE is in at most one live team per channel.
+  [[nodiscard]] std::uint64_t team_channels() const noexcept { return team_channels_; }
+  void claim_team_channel(int channel) noexcept { team_channels_ |= std::uint64_t{1} << channel; }
+  void release_team_channel(int channel) noexcept { team_channels_ &= ~(std::uint64_t{1} << channel); }
+
   //! Collective allocation: checks that every PE asked the same, then runs the deterministic allocator.
   std::size_t allocate(std::size_t bytes, std::size_t alignment, std::string_view what) {
-    agree(collective_request{0, 1, bytes, alignment}, what);
+    agree(collective_request{0, collective_kind::allocate, {to_arg(bytes), to_arg(alignment), 0}, team_channels_},
+          world_group(), what);
     auto offset = allocator_->allocate(bytes, alignment);
     if (!offset) {
       SYMM_THROW(errc::heap_exhausted, "PE {}: {} needs {} bytes but the symmetric heap's largest free block is {} "
@@ -195,7 +260,7 @@ public:
                  "(freed twice, or never allocated)", job_.pe, what, offset);
     }
     quiet();
-    agree(collective_request{0, 2, offset, 0}, what);
+    agree(collective_request{0, collective_kind::free, {to_arg(offset), 0, 0}, team_channels_}, world_group(), what);
     allocator_->deallocate(offset);
   }
 
@@ -225,32 +290,55 @@ public:
     if (engine_) engine_->drain();
   }
 
-private:
-  void agree(collective_request request, std::string_view what) {
+  //! A collective operation's agreement step: publishes this PE's request in its slot for the team, waits for the
+  //! team's PEs (the team's barrier), then compares every member's request and throws errc::allocation_mismatch with
+  //! each PE's request when they differ (check level 1). `gathered`, when given, receives every member's request in
+  //! team order, payload included. With `check` false it only publishes and waits: a team's destruction, after which
+  //! the team's slots belong to the channel's next team and must not be read.
+  //!
+  //! Slots are indexed by the team's channel and the parity of its sequence: a PE writes slot s + 2 only after the
+  //! barrier of operation s + 1, which every member reaches after it finished reading the slots of operation s.
+  void agree(collective_request request, const collective_group& group, std::string_view what,
+             std::vector<collective_request>* gathered = nullptr, bool check = true) {
     require_alive(what);
-    request.sequence = ++collective_sequence_;
-    pe_control& mine = *controls_[static_cast<std::size_t>(job_.pe)];
-    auto& slot = mine.requests[request.sequence & 1];
-    slot = request;
-    barrier(what);
-    if (!SYMM_CHECK_LEVEL(1)) return;
-    bool same = true;
-    for (auto* page : controls_) {
-      const auto& theirs = page->requests[request.sequence & 1];
+    request.sequence = ++*group.sequence;
+    auto slot = [&](int pe) -> collective_request& {
+      return control(pe).requests[group.channel][request.sequence & 1];
+    };
+    slot(job_.pe) = request;
+    barrier(group, what);
+    if (gathered != nullptr) {
+      gathered->clear();
+      for (int pe : group.members) gathered->push_back(slot(pe));
+    }
+    if (!check || !SYMM_CHECK_LEVEL(1)) return;
+    bool same = true, heap_only = true;
+    for (int pe : group.members) {
+      const collective_request& theirs = slot(pe);
       same = same && theirs.sequence == request.sequence && theirs.kind == request.kind &&
-             theirs.bytes == request.bytes && theirs.alignment == request.alignment;
+             std::equal(std::begin(theirs.args), std::end(theirs.args), std::begin(request.args));
+      heap_only = heap_only && (theirs.kind == collective_kind::allocate || theirs.kind == collective_kind::free);
     }
     if (same) return;
+    const bool whole_world = group.channel == 0;
     std::string table;
-    for (int p = 0; p < job_.n_pes; ++p) {
-      const auto& r = controls_[static_cast<std::size_t>(p)]->requests[request.sequence & 1];
-      table += fmt::format("\n  PE {}: collective heap operation #{}: {} {}", p, r.sequence,
-                           r.kind == 1 ? "allocate bytes" : r.kind == 2 ? "free offset" : "nothing", r.bytes);
+    for (std::size_t i = 0; i < group.members.size(); ++i) {
+      int pe = group.members[i];
+      table += whole_world ? fmt::format("\n  PE {}: {}", pe, describe(slot(pe)))
+                           : fmt::format("\n  PE {} (team PE {}): {}", pe, i, describe(slot(pe)));
     }
-    SYMM_THROW(errc::allocation_mismatch, "PE {}: {}: the PEs did not ask for the same collective allocation; every PE "
-               "must allocate and free symmetric objects with the same sizes in the same order:{}", job_.pe, what,
-               table);
+    if (heap_only) {
+      SYMM_THROW(errc::allocation_mismatch, "PE {}: {}: the PEs did not ask for the same collective allocation; every "
+                 "PE must allocate and free symmetric objects with the same sizes in the same order:{}", job_.pe, what,
+                 table);
+    }
+    SYMM_THROW(errc::allocation_mismatch, "PE {}: {}: the PEs of {} did not ask for the same collective operation; "
+               "every PE of a team must make the same collective calls (team splits and destruction, allocations) in "
+               "the same order with the same arguments:{}", job_.pe, what, group.name, table);
   }
+
+private:
+  static std::int64_t to_arg(std::size_t value) noexcept { return static_cast<std::int64_t>(value); }
 
   job_info job_;
   symm::backend kind_{};
@@ -262,7 +350,9 @@ private:
   std::vector<std::byte*> peer_bases_;
   std::byte* const* device_peer_bases_ = nullptr;
   std::optional<heap_allocator> allocator_;
+  std::vector<int> all_pes_;
   std::uint64_t collective_sequence_ = 0;
+  std::uint64_t team_channels_ = 1; // channel 0: the world's
   std::size_t system_offset_ = 0;
   bool alive_ = true;
   std::unique_ptr<copy_engine> engine_;

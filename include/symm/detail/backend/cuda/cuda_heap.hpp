@@ -28,26 +28,24 @@ inline int cuda_device_count() noexcept {
   return count;
 }
 
-//! A completion that is a CUDA event recorded after the operation on its stream.
-class event_completion final : public completion {
+//! Completion of an operation ordered on a stream: complete once the stream has run up to it. No event is recorded per
+//! operation (that costs more host time than a small copy): ready() and wait() look at the whole stream, so wait()
+//! also waits for work enqueued on the stream after the operation. The stream already orders what follows it, so a
+//! future of a stream operation does not wait when it is destroyed.
+class stream_completion final : public completion {
 public:
-  explicit event_completion(cudaStream_t stream) {
-    SYMM_TRY_CUDA(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
-    SYMM_TRY_CUDA(cudaEventRecord(event_, stream));
-  }
-  event_completion(const event_completion&) = delete;
-  event_completion& operator=(const event_completion&) = delete;
-  ~event_completion() override { SYMM_ASSERT_CUDA(cudaEventDestroy(event_)); }
+  explicit stream_completion(cudaStream_t stream) noexcept : stream_(stream) {}
   bool ready() override {
-    cudaError_t status = cudaEventQuery(event_);
+    cudaError_t status = cudaStreamQuery(stream_);
     if (status == cudaErrorNotReady) return false;
-    if (status != cudaSuccess) throw_cuda_error(status, "cudaEventQuery of a non-blocking operation");
+    if (status != cudaSuccess) throw_cuda_error(status, "cudaStreamQuery of a stream-ordered operation");
     return true;
   }
-  void wait() override { SYMM_TRY_CUDA(cudaEventSynchronize(event_)); }
+  void wait() override { SYMM_TRY_CUDA(cudaStreamSynchronize(stream_)); }
+  bool waits_when_dropped() const noexcept override { return false; }
 
 private:
-  cudaEvent_t event_{};
+  cudaStream_t stream_;
 };
 
 class cuda_heap {
@@ -123,10 +121,10 @@ public:
     return copy_on(stream_, dst, src, bytes);
   }
 
-  //! A copy ordered on the caller's stream; the completion is an event recorded after it.
+  //! A copy ordered on the caller's stream; its completion follows the stream (stream_completion).
   static std::shared_ptr<completion> copy_on(cudaStream_t stream, void* dst, const void* src, std::size_t bytes) {
     SYMM_TRY_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
-    return std::make_shared<event_completion>(stream);
+    return std::make_shared<stream_completion>(stream);
   }
 
   void quiet() { SYMM_TRY_CUDA(cudaStreamSynchronize(stream_)); }

@@ -1,0 +1,159 @@
+// symm/detail/host_wait.hpp: host-side waiting on a word of the symmetric heap, and the wake-ups that host-side
+// writers owe to waiters. Used by the atomics (pe_ref), symm/wait.hpp and symm/signal.hpp.
+//
+// A 4-byte word is waited on with a futex: spin briefly, then sleep until a writer wakes the word. Each PE's control
+// page counts the threads asleep on words of its heap ("sleepers"); a host writer through symm (an atomic, a p, a
+// signal) wakes the word only when that count is not 0, so writes cost a fence and a load, not a system call, when
+// nobody sleeps. The lost-wake-up race is closed Dekker style: the waiter counts itself, fences and re-reads the word
+// before sleeping; the writer writes, fences and reads the count. A write symm does not see (a bulk put into an array
+// of 4-byte words, a store by a kernel into host memory) is noticed when the sleep times out: sleeps start at 50 us and
+// grow to 5 ms. 8-byte words cannot be futex words, so those waits spin with std::this_thread::yield().
+// Either way, every few milliseconds the waiter checks that the other PEs are alive (detail::liveness), so a wait for
+// a PE that died ends in errc::peer_failed instead of hanging.
+#pragma once
+
+#include <symm/detail/control_segment.hpp>
+#include <symm/detail/world_state.hpp>
+#include <symm/error.hpp>
+
+#if SYMM_CUDA_BACKEND()
+#  include <cuda_runtime_api.h>
+#endif
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string_view>
+#include <thread>
+#include <type_traits>
+
+SYMM_BEGIN_NAMESPACE
+namespace detail {
+
+//! Throws errc::unsupported unless host code can touch the heap of `world` with atomics (the host backend).
+inline void require_host_atomics(const world_state* world, int pe, std::string_view what) {
+  if (world->kind() != symm::backend::host) {
+    SYMM_THROW(errc::unsupported, "PE {}: {} on PE {} was called from host code, but on the {} backend the symmetric "
+               "heap is GPU memory, which a CPU thread cannot access atomically; call it from device code (a "
+               "kernel), where it is one atomic instruction, or use the host backend (SYMM_BACKEND=host)",
+               world->my_pe(), what, pe, to_string(world->kind()));
+  }
+}
+
+//! The PE whose heap holds `address` as mapped by this PE, or -1 for memory outside every heap.
+inline int heap_owner(const world_state& world, const void* address) {
+  auto* p = static_cast<const std::byte*>(address);
+  for (int pe = 0; pe < world.n_pes(); ++pe) {
+    const std::byte* base = world.peer_bases()[pe];
+    if (p >= base && p < base + world.heap_bytes()) return pe;
+  }
+  return -1;
+}
+
+//! Throws errc::unsupported when host code cannot read `address` with atomic loads: heap or device memory on the CUDA
+//! backend. Host memory (a pinned flag a kernel writes, say) is fine on either backend.
+inline void require_host_readable(const world_state& world, const void* address, std::string_view what) {
+  if (world.kind() == symm::backend::host) return;
+  bool device = heap_owner(world, address) >= 0;
+#if SYMM_CUDA_BACKEND()
+  if (!device) {
+    cudaPointerAttributes attributes{};
+    if (cudaPointerGetAttributes(&attributes, address) != cudaSuccess) {
+      (void)cudaGetLastError();
+    } else {
+      device = attributes.type == cudaMemoryTypeDevice;
+    }
+  }
+#endif
+  if (device) {
+    SYMM_THROW(errc::unsupported, "PE {}: {} in host code on a word in GPU memory ({} backend): a CPU thread cannot "
+               "wait on device memory; wait in device code (a kernel), or on host memory, or use the host backend",
+               world.my_pe(), what, to_string(world.kind()));
+  }
+}
+
+//! After a host-side write of `address` (in PE `pe`'s heap): wakes the threads asleep on it, if any. Only 4-byte words
+//! have sleepers; the fence pairs with the one in host_wait (see the header comment).
+template <class T> void wake_waiters(const world_state* world, int pe, const T* address) noexcept {
+  if constexpr (sizeof(T) == sizeof(std::uint32_t)) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (atomic_at(world->control(pe).sleepers).load(std::memory_order_seq_cst) != 0) {
+      futex_wake_all(reinterpret_cast<std::uint32_t*>(const_cast<T*>(address)));
+    }
+  }
+}
+
+//! How often a host wait checks the other PEs' health.
+inline constexpr std::chrono::milliseconds liveness_period{5};
+
+//! Waits until `done(value)` holds for the value of `*word` (a 4- or 8-byte word of PE owner's heap, or -1 for memory
+//! outside the heaps); returns that value. Acquire: what was written before the satisfying write is visible after.
+//! Throws errc::peer_failed when another PE fails meanwhile.
+template <class T, class Done>
+std::remove_cv_t<T> host_wait(const world_state& world, int owner, T* word, Done&& done, std::string_view what) {
+  using value_type = std::remove_cv_t<T>;
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "host_wait: 4- or 8-byte words only");
+  std::atomic_ref<value_type> atom(*const_cast<value_type*>(word));
+  for (int spin = 0; spin < 2048; ++spin) {
+    value_type v = atom.load(std::memory_order_acquire);
+    if (done(v)) return v;
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+  }
+  auto next_check = std::chrono::steady_clock::now() + liveness_period;
+  std::chrono::microseconds sleep{50};
+  for (unsigned round = 0;; ++round) {
+    if constexpr (sizeof(T) == sizeof(std::uint32_t)) {
+      auto sleepers = atomic_at(world.control(owner < 0 ? world.my_pe() : owner).sleepers);
+      sleepers.fetch_add(1, std::memory_order_seq_cst);
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      value_type seen = atom.load(std::memory_order_seq_cst);
+      if (!done(seen)) {
+        std::uint32_t bits;
+        static_assert(sizeof(bits) == sizeof(seen));
+        __builtin_memcpy(&bits, &seen, sizeof(bits));
+        futex_wait(reinterpret_cast<std::uint32_t*>(const_cast<value_type*>(word)), bits, sleep);
+        if (sleep < std::chrono::milliseconds(5)) sleep *= 2;
+      }
+      sleepers.fetch_sub(1, std::memory_order_relaxed);
+    } else {
+      std::this_thread::yield();
+    }
+    value_type v = atom.load(std::memory_order_acquire);
+    if (done(v)) return v;
+    if ((round & 63u) == 0 || sizeof(T) == sizeof(std::uint32_t)) {
+      auto now = std::chrono::steady_clock::now();
+      if (now >= next_check) {
+        world.peers().check(what);
+        next_check = now + liveness_period;
+      }
+    }
+  }
+}
+
+//! Waits until `done()` holds, where done reads several words (wait_until_any / some): spins, then yields, checking
+//! liveness as host_wait does.
+template <class Done> void host_poll(const world_state& world, Done&& done, std::string_view what) {
+  for (int spin = 0; spin < 2048; ++spin) {
+    if (done()) return;
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+  }
+  auto next_check = std::chrono::steady_clock::now() + liveness_period;
+  for (unsigned round = 0;; ++round) {
+    std::this_thread::yield();
+    if (done()) return;
+    if ((round & 63u) == 0) {
+      auto now = std::chrono::steady_clock::now();
+      if (now >= next_check) {
+        world.peers().check(what);
+        next_check = now + liveness_period;
+      }
+    }
+  }
+}
+
+} // namespace detail
+SYMM_END_NAMESPACE
