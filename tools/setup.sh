@@ -114,6 +114,24 @@ symm_setup() {
     echo "setup.sh: error: ninja is not on PATH (pip install ninja==1.13.0)." >&2
     rm -f "$log"; return 1
   fi
+
+  # --- cuobjdump and nvdisasm, for the SASS zero-cost test: some toolkit installs ship only the compiler -----------
+  local nvcc_bin
+  nvcc_bin="$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")"
+  if [ ! -x "$nvcc_bin/cuobjdump" ] && ! command -v cuobjdump >/dev/null 2>&1 &&
+    ! python3 -c 'import nvidia.cu13, os, sys; sys.exit(not any(os.path.exists(os.path.join(p, "bin", "cuobjdump")) for p in nvidia.cu13.__path__))' >/dev/null 2>&1; then
+    local sass_args=(install -q --disable-pip-version-check)
+    if [ "$(id -u)" != 0 ]; then sass_args+=(--user); fi
+    if python3 -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))' 2>/dev/null; then
+      sass_args+=(--break-system-packages)
+    fi
+    if ! python3 -m pip "${sass_args[@]}" nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37 >"$log" 2>&1; then
+      cat "$log" >&2
+      echo "setup.sh: error: pip could not install nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm (log above)." >&2
+      rm -f "$log"; return 1
+    fi
+    echo "setup.sh: installed cuobjdump and nvdisasm 13.5.37 (pip: nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm)"
+  fi
   rm -f "$log"
   return 0
 }
