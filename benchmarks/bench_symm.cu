@@ -229,6 +229,31 @@ void two_sided_points(context& c, state& s) {
   }
 }
 
+//! allreduce_bw: symm::allreduce of floats (plus) over the world team, stream form (a kernel per call), both PEs in
+//! lockstep. Bandwidth counts the vector's bytes once per call (the algorithm bandwidth, as nccl-tests' algbw).
+void allreduce_points(context& c, state& s) {
+  if (!c.opt.wants("allreduce_bw", "stream")) return;
+  symm::team team = s.world->team();
+  symm::array_ref<char> src_bytes = *s.src, dst_bytes = *s.dst;
+  auto floats = [](symm::array_ref<char> b, std::size_t n) {
+    return symm::array_ref<float>(b.world(), b.host_peers(), b.device_peers(), b.offset(), n, b.my_pe(), b.n_pes());
+  };
+  for (std::size_t bytes : sweep(std::max<std::size_t>(c.opt.min_bytes, 1024), c.opt.max_bytes)) {
+    set_step("symm allreduce %zu bytes", bytes);
+    auto src = floats(src_bytes, bytes / sizeof(float));
+    auto dst = floats(dst_bytes, bytes / sizeof(float));
+    std::vector<symm::future<>> pending;
+    measurement m = measure(
+        [&](long long n) {
+          pending.clear();
+          for (long long i = 0; i < n; ++i) pending.push_back(symm::allreduce(c.stream, team, dst, src, symm::plus{}));
+        },
+        c.stream, c.opt, c.opt.target_ms, &c.link);
+    pending.clear();
+    c.row("allreduce_bw", "stream", bytes, m.iters, m.st.median_us, m.st.min_us, m.st.p90_us, true);
+  }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -261,6 +286,7 @@ int main(int argc, char** argv) {
       for (const char* scope : {"block", "warp", "thread", "stream"}) bulk(c, s, d, scope);
     latency_points(c, s);
     two_sided_points(c, s);
+    allreduce_points(c, s);
 
     set_step("teardown");
     BENCH_CUDA(cudaDeviceSynchronize());

@@ -36,6 +36,12 @@ fi
 if [[ " $what " == *" examples "* ]]; then
   run example_put_get_gpu 60 "$build/tools/symmrun" -n 2 -- "$build/examples/01_put_get/put_get_gpu"
   grep -q 'dst\[0\] = 0' "$out/example_put_get_gpu.log" && note "example output OK: $(grep 'dst\[0\]' "$out/example_put_get_gpu.log")"
+  # Every other GPU example: 4 PEs; each checks its own result and exits non-zero when it is wrong.
+  for prog in "$build"/examples/0[2-9]*/*; do
+    [ -x "$prog" ] && [ -f "$prog" ] || continue
+    case "$prog" in *_gpu|*generic_kernel*) ;; *) continue ;; esac
+    run "example_$(basename "$prog")" 60 "$build/tools/symmrun" -n 4 -- "$prog"
+  done
 fi
 if [[ " $what " == *" sanitizer "* ]]; then
   run memcheck 300 compute-sanitizer --tool memcheck --target-processes all --report-api-errors no \

@@ -13,7 +13,8 @@ namespace cg = cooperative_groups;
 __global__ void fill_and_put(symm::array_ref<float> src, symm::array_ref<float> dst, int target) {
   auto block = cg::this_thread_block();
   auto local = src.local();
-  for (unsigned i = block.thread_rank(); i < local.size(); i += block.num_threads()) local[i] = static_cast<float>(i);
+  for (unsigned i = block.thread_rank(); i < local.size(); i += block.num_threads())
+    local[i] = static_cast<float>(i);
   block.sync();
   symm::put(block, symm::remote(dst, target), local); // block-cooperative put, 16-byte stores into PE 1's mapping
 }

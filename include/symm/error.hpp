@@ -17,7 +17,7 @@ enum class errc {
   invalid_pe,          //!< a PE number outside [0, n_pes) of the team or world
   invalid_argument,    //!< any other argument out of its domain
   extent_mismatch,     //!< source and destination extents differ
-  allocation_mismatch, //!< a collective allocation asked different sizes on different PEs
+  allocation_mismatch, //!< a collective operation (allocation, free, team split) differed between PEs
   heap_exhausted,      //!< the symmetric heap has no free block large enough
   invalid_free,        //!< free of memory not allocated from the heap, or freed twice
   not_initialized,     //!< an operation ran with no live world on this thread

@@ -22,11 +22,16 @@ SYMM_HOST_DEVICE inline void quiet() {
                (detail::require_current_world("symm::quiet()").quiet();))
 }
 
-//! Orders puts to each PE (see above). Host: the backends deliver one PE's operations in issue order (one copy queue
-//! or stream per world), so this only checks that a world exists. Device: a system-scope release fence.
+//! Orders puts to each PE (see above). Host, cuda backend: blocking and non-blocking operations all go through the
+//! world's one stream, in issue order, so nothing is left to do. Host, host backend: put_nbi/get_nbi run on a copy
+//! thread while blocking puts, p's, atomics and put_signal run on the caller's, so a later blocking put could land
+//! before an earlier put_nbi; fence() therefore completes the outstanding non-blocking copies (a quiet, which is a
+//! valid fence, and free when none is outstanding). Device: a system-scope release fence.
 SYMM_HOST_DEVICE inline void fence() {
-  NV_IF_TARGET(NV_IS_DEVICE, (cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_system);),
-               ((void)detail::require_current_world("symm::fence()");))
+  NV_IF_TARGET(NV_IS_DEVICE, (cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_system);), ({
+                 auto& world = detail::require_current_world("symm::fence()");
+                 if (world.kind() == backend::host) world.quiet();
+               }))
 }
 
 SYMM_END_NAMESPACE

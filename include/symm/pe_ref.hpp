@@ -1,7 +1,9 @@
 // symm/pe_ref.hpp: pe_ref<T>, a reference to one element of a symmetric object on another PE.
 #pragma once
 
+#include <symm/atomic.hpp>
 #include <symm/concepts.hpp>
+#include <symm/detail/host_wait.hpp>
 #include <symm/detail/world_state.hpp>
 
 #include <type_traits>
@@ -16,6 +18,11 @@ SYMM_BEGIN_NAMESPACE
 //! compound assignment and `++`/`--` (a read-modify-write that races with other PEs: use the atomic members),
 //! assigning one pe_ref to another (a get and a put: write `dst = T(src)`), and comparing two pe_refs.
 //! Constness goes through the element type: a `pe_ref<const T>` can be read, not written.
+//!
+//! Atomics are members with an explicit cuda::memory_order (default seq_cst): load, store, exchange,
+//! compare_exchange, fetch_add/sub/and/or/xor/min/max and the non-fetching add, sub, bit_and, bit_or, bit_xor. They
+//! take 4- and 8-byte integers, float and double (bitwise and min/max: integers only), run at system scope, and work
+//! in device code on both backends and in host code on the host backend; symm/atomic.hpp has the table and the rules.
 //!
 //! Trivially copyable, so it can be passed to kernels; it is valid as long as the symmetric object it refers to.
 template <class T> class pe_ref {
@@ -34,7 +41,10 @@ public:
   SYMM_HOST_DEVICE const pe_ref& operator=(const value_type& value) const
     requires(!std::is_const_v<T>)
   {
-    NV_IF_TARGET(NV_IS_DEVICE, (*address_ = value;), (world_->copy(address_, &value, sizeof(T));))
+    NV_IF_TARGET(NV_IS_DEVICE, (*address_ = value;), ({
+                   world_->copy(address_, &value, sizeof(T));
+                   if (world_->kind() == backend::host) detail::wake_waiters(world_, pe_, address_); // a waiting flag
+                 }))
     return *this;
   }
 
@@ -47,6 +57,102 @@ public:
                  }))
   }
   SYMM_HOST_DEVICE operator value_type() const { return get(); }
+
+  // ---- atomics (symm/atomic.hpp): system scope; host code: host backend only, else errc::unsupported ----
+
+  //! Atomic read of the element on PE pe(). The only atomic a pe_ref<const T> has.
+  [[nodiscard]] SYMM_HOST_DEVICE value_type load(cuda::memory_order order = cuda::memory_order_seq_cst) const {
+    detail::require_atomic_value<T>();
+    if constexpr (atomic_value<T>) {
+      NV_IF_TARGET(NV_IS_HOST, (detail::require_host_atomics(world_, pe_, "pe_ref::load");))
+      return detail::system_atomic(address_).load(order);
+    } else {
+      return value_type{};
+    }
+  }
+  //! Atomic write of `desired`.
+  SYMM_HOST_DEVICE void store(value_type desired, cuda::memory_order order = cuda::memory_order_seq_cst) const {
+    detail::require_atomic_value<T>();
+    detail::require_writable<T>();
+    if constexpr (atomic_value<T> && !std::is_const_v<T>) {
+      NV_IF_TARGET(NV_IS_HOST, (detail::require_host_atomics(world_, pe_, "pe_ref::store");))
+      detail::system_atomic(address_).store(desired, order);
+      NV_IF_TARGET(NV_IS_HOST, (detail::wake_waiters(world_, pe_, address_);))
+    }
+  }
+  //! Atomically replaces the value by `desired`; returns the old value.
+  SYMM_HOST_DEVICE value_type exchange(value_type desired,
+                                      cuda::memory_order order = cuda::memory_order_seq_cst) const {
+    return rmw<op::exchange>(desired, order, "pe_ref::exchange");
+  }
+  //! If the value equals `expected` (bitwise), replaces it by `desired` and returns true; otherwise stores the value
+  //! seen into `expected` and returns false (std::atomic's compare_exchange_strong: no spurious failure).
+  SYMM_HOST_DEVICE bool compare_exchange(value_type& expected, value_type desired,
+                                         cuda::memory_order order = cuda::memory_order_seq_cst) const {
+    detail::require_atomic_value<T>();
+    detail::require_writable<T>();
+    if constexpr (atomic_value<T> && !std::is_const_v<T>) {
+      NV_IF_TARGET(NV_IS_HOST, (detail::require_host_atomics(world_, pe_, "pe_ref::compare_exchange");))
+      bool stored = detail::system_atomic(address_).compare_exchange_strong(expected, desired, order,
+                                                                            detail::failure_order(order));
+      NV_IF_TARGET(NV_IS_HOST, (if (stored) detail::wake_waiters(world_, pe_, address_);))
+      return stored;
+    } else {
+      return false;
+    }
+  }
+  //! Atomic `+= operand` (integers wrap; float/double round as a plain add); returns the old value.
+  SYMM_HOST_DEVICE value_type fetch_add(value_type operand,
+                                        cuda::memory_order order = cuda::memory_order_seq_cst) const {
+    return rmw<op::add>(operand, order, "pe_ref::fetch_add");
+  }
+  //! Atomic `-= operand`; returns the old value.
+  SYMM_HOST_DEVICE value_type fetch_sub(value_type operand,
+                                        cuda::memory_order order = cuda::memory_order_seq_cst) const {
+    return rmw<op::sub>(operand, order, "pe_ref::fetch_sub");
+  }
+  //! Atomic `&= operand` (integers); returns the old value.
+  SYMM_HOST_DEVICE value_type fetch_and(value_type operand,
+                                        cuda::memory_order order = cuda::memory_order_seq_cst) const {
+    return rmw<op::bit_and>(operand, order, "pe_ref::fetch_and");
+  }
+  //! Atomic `|= operand` (integers); returns the old value.
+  SYMM_HOST_DEVICE value_type fetch_or(value_type operand,
+                                       cuda::memory_order order = cuda::memory_order_seq_cst) const {
+    return rmw<op::bit_or>(operand, order, "pe_ref::fetch_or");
+  }
+  //! Atomic `^= operand` (integers); returns the old value.
+  SYMM_HOST_DEVICE value_type fetch_xor(value_type operand,
+                                        cuda::memory_order order = cuda::memory_order_seq_cst) const {
+    return rmw<op::bit_xor>(operand, order, "pe_ref::fetch_xor");
+  }
+  //! Atomically replaces the value by min(value, operand) (integers); returns the old value.
+  SYMM_HOST_DEVICE value_type fetch_min(value_type operand,
+                                        cuda::memory_order order = cuda::memory_order_seq_cst) const {
+    return rmw<op::min>(operand, order, "pe_ref::fetch_min");
+  }
+  //! Atomically replaces the value by max(value, operand) (integers); returns the old value.
+  SYMM_HOST_DEVICE value_type fetch_max(value_type operand,
+                                        cuda::memory_order order = cuda::memory_order_seq_cst) const {
+    return rmw<op::max>(operand, order, "pe_ref::fetch_max");
+  }
+  //! The non-fetching forms: the same updates, returning nothing (OpenSHMEM's atomic_add etc.; on the GPU a
+  //! reduction that needs no round trip). `bit_` because `and`, `or` and `xor` are C++ keywords.
+  SYMM_HOST_DEVICE void add(value_type operand, cuda::memory_order order = cuda::memory_order_seq_cst) const {
+    (void)rmw<op::add>(operand, order, "pe_ref::add");
+  }
+  SYMM_HOST_DEVICE void sub(value_type operand, cuda::memory_order order = cuda::memory_order_seq_cst) const {
+    (void)rmw<op::sub>(operand, order, "pe_ref::sub");
+  }
+  SYMM_HOST_DEVICE void bit_and(value_type operand, cuda::memory_order order = cuda::memory_order_seq_cst) const {
+    (void)rmw<op::bit_and>(operand, order, "pe_ref::bit_and");
+  }
+  SYMM_HOST_DEVICE void bit_or(value_type operand, cuda::memory_order order = cuda::memory_order_seq_cst) const {
+    (void)rmw<op::bit_or>(operand, order, "pe_ref::bit_or");
+  }
+  SYMM_HOST_DEVICE void bit_xor(value_type operand, cuda::memory_order order = cuda::memory_order_seq_cst) const {
+    (void)rmw<op::bit_xor>(operand, order, "pe_ref::bit_xor");
+  }
 
   //! The PE this reference points into, and the element's address in this PE's mapping of that PE's heap.
   [[nodiscard]] SYMM_HOST_DEVICE constexpr int pe() const noexcept { return pe_; }
@@ -73,6 +179,37 @@ public:
   template <class U> friend bool operator==(const pe_ref&, const pe_ref<U>&) = delete;
 
 private:
+  enum class op { exchange, add, sub, bit_and, bit_or, bit_xor, min, max };
+
+  //! Every read-modify-write: the type rules, the host-side backend check, the instruction, the wake-up of host
+  //! waiters.
+  template <op Op>
+  SYMM_HOST_DEVICE SYMM_FORCEINLINE value_type rmw(value_type operand, cuda::memory_order order,
+                                                   [[maybe_unused]] const char* what) const {
+    constexpr bool any_value = Op == op::exchange || Op == op::add || Op == op::sub;
+    if constexpr (any_value) detail::require_atomic_value<T>();
+    else detail::require_atomic_integer<T>();
+    detail::require_writable<T>();
+    // Past a failed rule, stop: the static_assert above is the one message the user needs.
+    if constexpr ((any_value ? atomic_value<T> : atomic_integer<T>) && !std::is_const_v<T>) {
+      NV_IF_TARGET(NV_IS_HOST, (detail::require_host_atomics(world_, pe_, what);))
+      auto atom = detail::system_atomic(address_);
+      value_type old{};
+      if constexpr (Op == op::exchange) old = atom.exchange(operand, order);
+      else if constexpr (Op == op::add) old = atom.fetch_add(operand, order);
+      else if constexpr (Op == op::sub) old = atom.fetch_sub(operand, order);
+      else if constexpr (Op == op::bit_and) old = atom.fetch_and(operand, order);
+      else if constexpr (Op == op::bit_or) old = atom.fetch_or(operand, order);
+      else if constexpr (Op == op::bit_xor) old = atom.fetch_xor(operand, order);
+      else if constexpr (Op == op::min) old = atom.fetch_min(operand, order);
+      else old = atom.fetch_max(operand, order);
+      NV_IF_TARGET(NV_IS_HOST, (detail::wake_waiters(world_, pe_, address_);))
+      return old;
+    } else {
+      return operand;
+    }
+  }
+
   T* address_;
   int pe_;
   detail::world_state* world_;

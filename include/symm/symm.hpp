@@ -1,7 +1,9 @@
 // symm/symm.hpp: the whole public API.
 #pragma once
 
+#include <symm/atomic.hpp>
 #include <symm/barrier.hpp>
+#include <symm/collectives.hpp>
 #include <symm/concepts.hpp>
 #include <symm/error.hpp>
 #include <symm/future.hpp>
@@ -12,7 +14,10 @@
 #include <symm/pe_span.hpp>
 #include <symm/remote.hpp>
 #include <symm/rma.hpp>
+#include <symm/signal.hpp>
 #include <symm/symmetric.hpp>
+#include <symm/team.hpp>
 #include <symm/version.hpp>
+#include <symm/wait.hpp>
 #include <symm/world.hpp>
 #include <symm/world_ref.hpp>

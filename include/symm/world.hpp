@@ -2,6 +2,7 @@
 #pragma once
 
 #include <symm/detail/world_state.hpp>
+#include <symm/team.hpp>
 
 #include <exception>
 #include <memory>
@@ -65,6 +66,9 @@ public:
   }
   //! Waits until every PE arrives, without completing outstanding non-blocking operations.
   void sync() { state_->barrier("sync_all"); }
+
+  //! The world team: every PE, numbered as in the world. What teams are split from. Its barrier is the world's.
+  [[nodiscard]] symm::team team() const { return symm::team(std::make_shared<detail::team_state>(state_)); }
 
   //! The shared state, for symmetric objects. Not for users.
   [[nodiscard]] const std::shared_ptr<detail::world_state>& state() const noexcept { return state_; }

@@ -63,7 +63,8 @@ __global__ void describe_team(symm::team_ref t, int* out) {
   out[0] = t.my_pe();
   out[1] = t.n_pes();
   out[2] = t.world_my_pe();
-  for (int i = 0; i < t.n_pes(); ++i) out[3 + i] = t.world_pe(i);
+  for (int i = 0; i < t.n_pes(); ++i)
+    out[3 + i] = t.world_pe(i);
 }
 
 struct gpu_counters {
@@ -80,8 +81,8 @@ struct gpu_counters {
     auto counted = symm_gpu_test::host_copy_of(device, static_cast<std::size_t>(count));
     for (int i = 0; i < count; ++i) {
       if (counted[static_cast<std::size_t>(i)] != 0) {
-        throw std::runtime_error(fmt::format("PE {}: kernel {} counted {} wrong slots", pe, i,
-                                             counted[static_cast<std::size_t>(i)]));
+        throw std::runtime_error(
+            fmt::format("PE {}: kernel {} counted {} wrong slots", pe, i, counted[static_cast<std::size_t>(i)]));
       }
     }
   }
@@ -102,7 +103,8 @@ TEST_CASE("team_ref in a kernel says what the host team says", "[gpu][teams]") {
       PE_REQUIRE_EQ(got[0], t->my_pe());
       PE_REQUIRE_EQ(got[1], t->n_pes());
       PE_REQUIRE_EQ(got[2], world.my_pe());
-      for (int i = 0; i < t->n_pes(); ++i) PE_REQUIRE_EQ(got[3 + static_cast<std::size_t>(i)], t->world_pe(i));
+      for (int i = 0; i < t->n_pes(); ++i)
+        PE_REQUIRE_EQ(got[3 + static_cast<std::size_t>(i)], t->world_pe(i));
     }
     GPU_CHECK(cudaFree(out));
     world.barrier();
@@ -130,8 +132,8 @@ TEST_CASE("device barriers of disjoint teams run at once and order puts", "[gpu]
       // The even and the odd team at once on team channel 1, the odd one slower and with fewer threads. Beside them,
       // on team channel 1 too, the pairs: they share one PE with each parity team, and barriers are counted per pair
       // of PEs, so they may. And the world's own barrier on world channel 1, whose flags are not the teams'.
-      team_barrier_rounds<<<1, me % 2 == 0 ? 128 : 32, 0, s1>>>(a, parity, 200, 1, me % 2 == 0 ? 0u : 2000u,
-                                                                 errors.device);
+      team_barrier_rounds<<<1, me % 2 == 0 ? 128 : 32, 0, s1>>>(
+          a, parity, 200, 1, me % 2 == 0 ? 0u : 2000u, errors.device);
       team_barrier_rounds<<<1, 64, 0, s2>>>(b, pair, 200, 1, 500u, errors.device + 1);
       world_barrier_rounds<<<1, 128, 0, s3>>>(c, world, 100, 1, errors.device + 2);
       GPU_CHECK(cudaGetLastError());
@@ -157,7 +159,8 @@ TEST_CASE("one device channel serves different teams one after another", "[gpu][
     auto [row, column] = whole.split_2d(2);
     // One array per kernel: a PE may start the next kernel while PEs of other teams still check the previous one.
     std::vector<symm::array<std::uint64_t>> slots;
-    for (int k = 0; k < 4; ++k) slots.emplace_back(world, static_cast<std::size_t>(n));
+    for (int k = 0; k < 4; ++k)
+      slots.emplace_back(world, static_cast<std::size_t>(n));
     gpu_counters errors(4);
     world.barrier();
     cudaStream_t s;

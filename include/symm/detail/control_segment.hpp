@@ -29,6 +29,7 @@ enum class collective_kind : std::uint64_t {
   split_strided = 3, //!< args: start, stride, size (in the parent team)
   split_2d = 4,      //!< args: x_range
   destroy_team = 5,  //!< no args
+  team_collective = 6, //!< a collective of symm/collectives.hpp; args: what (see describe_collective_call), src size, dst size
 };
 
 //! One collective operation (an allocation, a free, a team split), as each PE of the team asked for it; compared

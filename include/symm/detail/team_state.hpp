@@ -34,7 +34,8 @@ struct strided_pes {
 inline std::string list_pes(strided_pes pes) {
   std::string out;
   const int shown = pes.size <= 16 ? pes.size : 3;
-  for (int i = 0; i < shown; ++i) out += fmt::format("{}{}", i == 0 ? "" : ", ", pes.pe(i));
+  for (int i = 0; i < shown; ++i)
+    out += fmt::format("{}{}", i == 0 ? "" : ", ", pes.pe(i));
   if (shown < pes.size) out += fmt::format(", ..., {}", pes.pe(pes.size - 1));
   return out;
 }
@@ -80,9 +81,10 @@ public:
                  name_);
     }
     if (my_index_ < 0) {
-      SYMM_THROW(errc::invalid_argument, "PE {}: {} on an invalid team: PE {} is not a member of {} (start {}, stride "
-                 "{}, size {} in world PEs), so its handle is invalid (valid() == false)", world_->my_pe(), what,
-                 world_->my_pe(), name_, pes_.start, pes_.stride, pes_.size);
+      SYMM_THROW(errc::invalid_argument,
+                 "PE {}: {} on an invalid team: PE {} is not a member of {} (start {}, stride {}, size {} in world "
+                 "PEs), so its handle is invalid (valid() == false)",
+                 world_->my_pe(), what, world_->my_pe(), name_, pes_.start, pes_.stride, pes_.size);
     }
   }
 
@@ -105,7 +107,8 @@ public:
 private:
   void fill_members() {
     members_.reserve(static_cast<std::size_t>(pes_.size));
-    for (int i = 0; i < pes_.size; ++i) members_.push_back(pes_.pe(i));
+    for (int i = 0; i < pes_.size; ++i)
+      members_.push_back(pes_.pe(i));
   }
 
   std::shared_ptr<world_state> world_;
@@ -121,7 +124,7 @@ private:
 //! The lowest host barrier channel in 1..63 that none of `used` has, or -1.
 inline int free_channel(std::uint64_t used) noexcept {
   std::uint64_t free = ~used & ~std::uint64_t{1};
-  return free == 0 ? -1 : 1;
+  return free == 0 ? -1 : std::countr_zero(free);
 }
 
 [[noreturn]] inline void throw_no_channel(const world_state& w, std::string_view what, strided_pes pes,
@@ -131,10 +134,11 @@ inline int free_channel(std::uint64_t used) noexcept {
     std::uint64_t used = asked[static_cast<std::size_t>(in_parent.pe(i))].channels;
     table += fmt::format("\n  PE {}: {} teams", pes.pe(i), std::popcount(used) - 1);
   }
-  SYMM_THROW(errc::unsupported, "PE {}: {}: no host barrier channel is free for the new team (world PEs {}): each of "
-             "the 63 team channels is used by a team that one of its PEs belongs to (a PE can be in at most 63 teams "
-             "at once besides the world). Destroy teams that are no longer needed. Teams of each PE:{}", w.my_pe(),
-             what, list_pes(pes), table);
+  SYMM_THROW(errc::unsupported,
+             "PE {}: {}: no host barrier channel is free for the new team (world PEs {}): each of the 63 team "
+             "channels is used by a team that one of its PEs belongs to (a PE can be in at most 63 teams at once "
+             "besides the world). Destroy teams that are no longer needed. Teams of each PE:{}",
+             w.my_pe(), what, list_pes(pes), table);
 }
 
 //! Collective over `parent`: the team of parent PEs start, start + stride, ..., start + (size - 1) * stride.
@@ -152,8 +156,8 @@ inline std::shared_ptr<team_state> split_strided(team_state& parent, int start, 
   else if (size < 1 || size > n) problem = fmt::format("size must be in [1, {}], the parent team's n_pes", n);
   else if (start < 0 || start >= n) problem = fmt::format("start must be a PE of the parent team, in [0, {})", n);
   else if (std::int64_t{start} + std::int64_t{size - 1} * stride >= n) {
-    problem = fmt::format("its last PE, start + (size - 1) * stride = {}, is not in the parent team, whose PEs are 0 to "
-                          "{}", std::int64_t{start} + std::int64_t{size - 1} * stride, n - 1);
+    problem = fmt::format("its last PE, start + (size - 1) * stride = {}, is not in the parent team, whose PEs are "
+                          "0 to {}", std::int64_t{start} + std::int64_t{size - 1} * stride, n - 1);
   }
   if (!problem.empty()) {
     SYMM_THROW(errc::invalid_argument, "PE {}: {} of {}: {}", w.my_pe(), what, parent.name(), problem);
@@ -162,13 +166,14 @@ inline std::shared_ptr<team_state> split_strided(team_state& parent, int start, 
   const strided_pes in_parent{start, size == 1 ? 1 : stride, size};
   const strided_pes pes{parent.pes().pe(start), parent.pes().stride * in_parent.stride, size};
   std::uint64_t used = 0;
-  for (int i = 0; i < size; ++i) used |= asked[static_cast<std::size_t>(in_parent.pe(i))].channels;
+  for (int i = 0; i < size; ++i)
+    used |= asked[static_cast<std::size_t>(in_parent.pe(i))].channels;
   const int channel = free_channel(used);
   if (channel < 0) throw_no_channel(w, what, pes, asked, in_parent);
   auto child = std::make_shared<team_state>(
       parent.world_ptr(), pes, channel,
-      fmt::format("the team split_strided(start = {}, stride = {}, size = {}) of a team of {} PEs (world PEs {})", start,
-                  stride, size, n, list_pes(pes)));
+      fmt::format("the team split_strided(start = {}, stride = {}, size = {}) of a team of {} PEs (world PEs {})",
+                  start, stride, size, n, list_pes(pes)));
   if (child->member()) w.claim_team_channel(channel);
   return child;
 }
@@ -200,7 +205,8 @@ inline std::pair<std::shared_ptr<team_state>, std::shared_ptr<team_state>> split
   std::vector<int> row_channel(static_cast<std::size_t>(rows));
   for (int row = 0; row < rows; ++row) {
     std::uint64_t used = 0;
-    for (int i = 0; i < x_team(row).size; ++i) used |= asked[static_cast<std::size_t>(x_team(row).pe(i))].channels;
+    for (int i = 0; i < x_team(row).size; ++i)
+      used |= asked[static_cast<std::size_t>(x_team(row).pe(i))].channels;
     row_channel[static_cast<std::size_t>(row)] = free_channel(used);
     if (row_channel[static_cast<std::size_t>(row)] < 0) {
       throw_no_channel(w, what, in_world(x_team(row)), asked, x_team(row));
@@ -211,7 +217,8 @@ inline std::pair<std::shared_ptr<team_state>, std::shared_ptr<team_state>> split
     std::uint64_t used = 0;
     for (int i = 0; i < y_team(column).size; ++i) {
       int q = y_team(column).pe(i);
-      used |= asked[static_cast<std::size_t>(q)].channels | std::uint64_t{1} << row_channel[static_cast<std::size_t>(q / xr)];
+      used |= asked[static_cast<std::size_t>(q)].channels |
+              std::uint64_t{1} << row_channel[static_cast<std::size_t>(q / xr)];
     }
     column_channel[static_cast<std::size_t>(column)] = free_channel(used);
     if (column_channel[static_cast<std::size_t>(column)] < 0) {

@@ -69,6 +69,28 @@ struct collective_group {
   std::string_view name; //!< how messages name the team
 };
 
+//! What collective_kind::team_collective's first argument packs: the collective (bits 0-7: broadcast, fcollect,
+//! alltoall, reduce, allreduce, reduce_scatter), the operation (bits 8-15: none, plus, multiplies, min, max, bit_and,
+//! bit_or, bit_xor, a user's), the element size (bits 16-31) and kind (bits 32-39: other, signed, unsigned, floating,
+//! bool), the root plus one (bits 40-62; 0: none). Encoded by symm/collectives.hpp.
+inline std::string describe_collective_call(std::int64_t code) {
+  static constexpr std::string_view collectives[] = {"?", "broadcast", "fcollect", "alltoall", "reduce", "allreduce",
+                                                     "reduce_scatter"};
+  static constexpr std::string_view ops[] = {"", "plus", "multiplies", "min", "max", "bit_and", "bit_or", "bit_xor",
+                                             "a user's operation"};
+  static constexpr std::string_view kinds[] = {"", "signed ", "unsigned ", "floating-point ", "bool "};
+  const auto field = [&](int shift, int bits) {
+    return static_cast<std::size_t>((code >> shift) & ((std::int64_t{1} << bits) - 1));
+  };
+  const std::size_t which = field(0, 8), op = field(8, 8), size = field(16, 16), kind = field(32, 8);
+  const std::size_t root = field(40, 22);
+  std::string out(which < std::size(collectives) ? collectives[which] : "?");
+  if (op != 0) out += fmt::format("({})", op < std::size(ops) ? ops[op] : "?");
+  out += fmt::format(" of {}{}-byte elements", kind < std::size(kinds) ? kinds[kind] : "", size);
+  if (root != 0) out += fmt::format(", root {}", root - 1);
+  return out;
+}
+
 //! One PE's request, for the table of a mismatch error.
 inline std::string describe(const collective_request& r) {
   switch (r.kind) {
@@ -81,6 +103,9 @@ inline std::string describe(const collective_request& r) {
     case collective_kind::split_2d:
       return fmt::format("collective operation #{}: split_2d(x_range = {})", r.sequence, r.args[0]);
     case collective_kind::destroy_team: return fmt::format("collective operation #{}: destroy the team", r.sequence);
+    case collective_kind::team_collective:
+      return fmt::format("collective operation #{}: {} with src of {} and dst of {} elements", r.sequence,
+                         describe_collective_call(r.args[0]), r.args[1], r.args[2]);
     case collective_kind::none: break;
   }
   return fmt::format("collective operation #{}: nothing", r.sequence);
@@ -186,16 +211,28 @@ public:
   //! Offset of symm's own block (device barrier flags) in every heap.
   [[nodiscard]] std::size_t system_offset() const noexcept { return system_offset_; }
   //! Bytes of that block: the world's device barrier flags (per channel, one arrival word per PE and this PE's epoch
-  //! counter), then the teams' device barrier flags (at team_flags_offset()).
+  //! counter), then the teams' device barrier flags (at team_flags_offset()), then the flags of the kernels that
+  //! host-issued collectives launch (at collective_flags_offset()).
   static constexpr std::size_t system_area_bytes(int n_pes) noexcept {
     return static_cast<std::size_t>(barrier_channels) * (static_cast<std::size_t>(n_pes) + 1) * sizeof(std::uint64_t) +
-           team_flags_bytes(n_pes);
+           team_flags_bytes(n_pes) + collective_flags_bytes(n_pes);
   }
   //! Offset of the teams' device barrier flags in every heap: per channel, one arrival count per PE (written by that
   //! PE), then this PE's count of its own arrivals at each PE. Counting per pair of PEs, not per PE, lets teams that
   //! overlap use one channel one after another.
   [[nodiscard]] std::size_t team_flags_offset() const noexcept {
-    return system_offset_ + system_area_bytes(job_.n_pes) - team_flags_bytes(job_.n_pes);
+    return system_offset_ + system_area_bytes(job_.n_pes) - team_flags_bytes(job_.n_pes) -
+           collective_flags_bytes(job_.n_pes);
+  }
+  //! Offset of the flags of host-issued collectives' kernels (symm/collectives.hpp): collective_flag_channels channels
+  //! (one per block of such a kernel) laid out like the teams' flags. symm's own: no user barrier can disturb them.
+  [[nodiscard]] std::size_t collective_flags_offset() const noexcept {
+    return system_offset_ + system_area_bytes(job_.n_pes) - collective_flags_bytes(job_.n_pes);
+  }
+  static constexpr int collective_flag_channels = 16;
+  static constexpr std::size_t collective_flags_bytes(int n_pes) noexcept {
+    return static_cast<std::size_t>(collective_flag_channels) * 2 * static_cast<std::size_t>(n_pes) *
+           sizeof(std::uint64_t);
   }
   static constexpr std::size_t team_flags_bytes(int n_pes) noexcept {
     return static_cast<std::size_t>(barrier_channels) * 2 * static_cast<std::size_t>(n_pes) * sizeof(std::uint64_t);

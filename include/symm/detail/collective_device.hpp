@@ -1,0 +1,275 @@
+// symm/detail/collective_device.hpp: the collectives in device code — the data movement of each collective for a
+// group of threads (rank of count), and the kernel that host code launches on a stream (CUDA backend).
+//
+// Data moves in 16-byte vectors where the buffers allow it (every PE's copy of a buffer has the same offset, so one
+// PE's alignment is every PE's), four vectors in flight per thread, consecutive threads on consecutive vectors; a
+// reduction folds the PEs' values in team order in registers and stores the result once to each destination.
+#pragma once
+
+#include <symm/detail/collective_common.hpp>
+
+#if SYMM_CUDA_COMPILATION()
+#  include <symm/detail/device_copy.hpp>
+#  include <symm/detail/device_wait.hpp>
+#  include <symm/group.hpp>
+#  include <symm/team.hpp>
+
+#  include <cooperative_groups.h>
+#  include <cuda/atomic>
+
+#  include <cstdio>
+
+SYMM_BEGIN_NAMESPACE
+namespace detail {
+
+template <class T>
+inline constexpr bool device_vectorizable =
+    16 % sizeof(T) == 0 && std::is_trivially_default_constructible_v<T>&& std::is_trivially_copyable_v<T>;
+
+//! Lane-wise op over two 16-byte vectors of T.
+template <class T, class Op>
+SYMM_DEVICE SYMM_FORCEINLINE uint4 combine_vectors(const uint4& a, const uint4& b, const Op& op) {
+  constexpr int lanes = static_cast<int>(16 / sizeof(T));
+  T x[lanes], y[lanes];
+  __builtin_memcpy(x, &a, 16);
+  __builtin_memcpy(y, &b, 16);
+#  pragma unroll
+  for (int i = 0; i < lanes; ++i)
+    x[i] = static_cast<T>(op(x[i], y[i]));
+  uint4 r;
+  __builtin_memcpy(&r, x, 16);
+  return r;
+}
+
+SYMM_DEVICE SYMM_FORCEINLINE bool aligned16(const void* p) {
+  return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
+}
+
+//! The group (rank of count) folds in(0)[i] op ... op in(n_in - 1)[i] for i in [0, m) and stores the result at
+//! out(j)[i] for every j < n_out. in(k) and out(j) give element 0 of each range; each element is read and written by
+//! one thread only, so an output may be one of the inputs (in place). With n_in == 1 it is a copy to n_out places.
+template <class T, class Op, class In, class Out>
+SYMM_DEVICE SYMM_FORCEINLINE void device_reduce(unsigned rank, unsigned count, const Op& op, const In& in, int n_in,
+                                                const Out& out, int n_out, std::size_t m) {
+  std::size_t done = 0;
+  if constexpr (device_vectorizable<T>) {
+    if (aligned16(in(0)) && aligned16(out(0))) {
+      constexpr std::size_t lanes = 16 / sizeof(T);
+      const std::size_t vectors = m / lanes, stride = count;
+      std::size_t v = rank;
+      for (; v + 3 * stride < vectors; v += 4 * stride) {
+        uint4 acc[4];
+        const auto* p = reinterpret_cast<const uint4*>(in(0));
+#  pragma unroll
+        for (int u = 0; u < 4; ++u)
+          acc[u] = p[v + u * stride];
+        for (int k = 1; k < n_in; ++k) {
+          const auto* q = reinterpret_cast<const uint4*>(in(k));
+          uint4 x[4];
+#  pragma unroll
+          for (int u = 0; u < 4; ++u)
+            x[u] = q[v + u * stride];
+#  pragma unroll
+          for (int u = 0; u < 4; ++u)
+            acc[u] = combine_vectors<T>(acc[u], x[u], op);
+        }
+        for (int j = 0; j < n_out; ++j) {
+          auto* o = reinterpret_cast<uint4*>(out(j));
+#  pragma unroll
+          for (int u = 0; u < 4; ++u)
+            o[v + u * stride] = acc[u];
+        }
+      }
+      for (; v < vectors; v += stride) {
+        uint4 acc = reinterpret_cast<const uint4*>(in(0))[v];
+        for (int k = 1; k < n_in; ++k)
+          acc = combine_vectors<T>(acc, reinterpret_cast<const uint4*>(in(k))[v], op);
+        for (int j = 0; j < n_out; ++j)
+          reinterpret_cast<uint4*>(out(j))[v] = acc;
+      }
+      done = vectors * lanes;
+    }
+  }
+  for (std::size_t i = done + rank; i < m; i += count) {
+    T acc = in(0)[i];
+    for (int k = 1; k < n_in; ++k)
+      acc = static_cast<T>(op(acc, in(k)[i]));
+    for (int j = 0; j < n_out; ++j)
+      out(j)[i] = acc;
+  }
+}
+
+//! One collective's data movement on this PE, for a group of threads, between the barriers. Trivially copyable: the
+//! stream kernel takes it as its argument.
+template <collective_id C, class T, class Op>
+struct collective_body {
+  team_ref team;
+  sym_buffer<T> dst;
+  sym_buffer<const T> src;
+  Op op;
+  int root; //!< team numbering; broadcast and reduce only
+  bool two_shot;
+
+  //! Whether this PE stores into other PEs' memory (then the exit barrier completes the stores first).
+  [[nodiscard]] SYMM_HOST_DEVICE bool pushes() const noexcept { return two_shot; }
+
+  SYMM_DEVICE void operator()(unsigned rank, unsigned count) const {
+    const int n = team.n_pes(), me = team.my_pe();
+    T* const mine = dst.on(team.world_my_pe());
+    if constexpr (C == collective_id::broadcast || C == collective_id::reduce || C == collective_id::allreduce) {
+      const auto src_of = [&](int k) { return src.on(team.world_pe(k)); };
+      if (!two_shot) {
+        if constexpr (C == collective_id::broadcast) {
+          const T* from = src_of(root);
+          if (from != mine)
+            device_reduce<T>(
+                rank, count, op, [&](int) { return from; }, 1, [&](int) { return mine; }, 1, dst.size);
+        } else {
+          if (C == collective_id::reduce && me != root) return;
+          device_reduce<T>(
+              rank, count, op, src_of, n, [&](int) { return mine; }, 1, dst.size);
+        }
+      } else {
+        const index_range chunk = chunk_of(dst.size, n, me, vector_granule<T>);
+        if (chunk.size == 0) return;
+        const auto out = [&](int j) {
+          return dst.on(team.world_pe(C == collective_id::reduce ? root : j)) + chunk.begin;
+        };
+        const int n_out = C == collective_id::reduce ? 1 : n;
+        if constexpr (C == collective_id::broadcast) {
+          const T* from = src_of(root) + chunk.begin;
+          device_reduce<T>(
+              rank, count, op, [&](int) { return from; }, 1, out, n_out, chunk.size);
+        } else {
+          device_reduce<T>(
+              rank, count, op, [&](int k) { return src_of(k) + chunk.begin; }, n, out, n_out, chunk.size);
+        }
+      }
+    } else if constexpr (C == collective_id::reduce_scatter) {
+      const std::size_t m = dst.size, shift = static_cast<std::size_t>(me) * m;
+      device_reduce<T>(
+          rank, count, op, [&](int k) { return src.on(team.world_pe(k)) + shift; }, n, [&](int) { return mine; }, 1, m);
+    } else { // fcollect, alltoall: block k of dst comes from PE k (its src, or block me of its src)
+      const std::size_t m = C == collective_id::fcollect ? src.size : src.size / static_cast<std::size_t>(n);
+      const std::size_t shift = C == collective_id::fcollect ? 0 : static_cast<std::size_t>(me) * m;
+      if (m == 0) return;
+      const std::size_t total = m * static_cast<std::size_t>(n);
+      if (total * sizeof(T) <= static_cast<std::size_t>(count) * 16) {
+        // Small: one element per thread over all blocks at once, so that the n peers' loads are in flight together.
+        for (std::size_t f = rank; f < total; f += count) {
+          const int k = static_cast<int>(f / m);
+          mine[f] = src.on(team.world_pe(k))[shift + f % m];
+        }
+      } else {
+        for (int j = 1; j <= n; ++j) { // start after this PE, so that the PEs do not all read PE 0 first
+          const int k = (me + j) % n;
+          group_copy(rank, count, mine + static_cast<std::size_t>(k) * m, src.on(team.world_pe(k)) + shift,
+                     m * sizeof(T));
+        }
+      }
+    }
+  }
+};
+
+//! Device-side argument checks (SYMM_CHECK >= 1): a trap, with the sizes printed at SYMM_CHECK >= 2.
+SYMM_DEVICE inline void device_check_collective(collective_id c, std::size_t dst, std::size_t src, int n, int root) {
+  if constexpr (SYMM_CHECK_LEVEL(1)) {
+    const std::size_t pes = static_cast<std::size_t>(n);
+    bool ok = true;
+    switch (c) {
+      case collective_id::broadcast:
+      case collective_id::reduce:
+      case collective_id::allreduce: ok = dst == src; break;
+      case collective_id::fcollect: ok = dst == pes * src; break;
+      case collective_id::alltoall: ok = dst == src && src % pes == 0; break;
+      case collective_id::reduce_scatter: ok = src == pes * dst; break;
+    }
+    if ((c == collective_id::broadcast || c == collective_id::reduce) && (root < 0 || root >= n)) ok = false;
+    if (!ok) {
+      if constexpr (SYMM_CHECK_LEVEL(2)) {
+        ::printf("symm: %s in device code: dst has %llu and src %llu elements on a team of %d PEs, root %d: the sizes "
+                 "or the root do not fit (block %d, thread %d)\n",
+                 collective_name(c), static_cast<unsigned long long>(dst), static_cast<unsigned long long>(src), n,
+                 root, static_cast<int>(blockIdx.x), static_cast<int>(threadIdx.x));
+      }
+      __trap();
+    }
+  }
+}
+
+//! A collective from device code: one group per PE, the team's device barrier on `channel` before and after.
+template <collective_id C, class Group, class T, class Op>
+SYMM_DEVICE void device_collective(const Group& group, const team_ref& t, sym_buffer<T> dst, sym_buffer<const T> src,
+                                   const Op& op, int root, int channel) {
+  device_check_collective(C, dst.size, src.size, t.n_pes(), root);
+  const collective_body<C, T, Op> body{t, dst, src, op, root, use_two_shot(C, dst.bytes(), dst.offset == src.offset)};
+  symm::sync_all(group, t, channel); // every PE's src is ready
+  body(static_cast<unsigned>(group.thread_rank()), static_cast<unsigned>(group.num_threads()));
+  // Every PE has finished reading this PE's src, and this PE's dst is complete; stores into peers are completed first.
+  if (body.pushes()) symm::barrier_all(group, t, channel);
+  else symm::sync_all(group, t, channel);
+}
+
+//! One barrier round of the stream kernels, on symm's own flags (world_state::collective_flags_offset()), laid out and
+//! counted per pair of PEs like the teams' device barriers: block b of every PE of the team meets on channel b.
+template <class Group>
+SYMM_DEVICE void collective_flags_round(const Group& group, const team_ref& t, std::byte* const* peers,
+                                        std::size_t flags_offset, int channel) {
+  group.sync();
+  const int me = t.world_my_pe(), n = t.world_n_pes(), size = t.n_pes();
+  const int rank = static_cast<int>(group.thread_rank()), count = static_cast<int>(group.num_threads());
+  const auto flags = [&](int pe) {
+    auto* base = reinterpret_cast<std::byte*>(__ldg(reinterpret_cast<const unsigned long long*>(peers + pe)));
+    return reinterpret_cast<std::uint64_t*>(base + flags_offset) +
+           static_cast<std::size_t>(channel) * 2 * static_cast<std::size_t>(n);
+  };
+  std::uint64_t* mine = flags(me);
+  std::uint64_t* sent = mine + n;
+  if (rank < size) cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_system);
+  for (int i = rank; i < size; i += count) {
+    const int p = t.world_pe(i);
+    if (p == me) continue;
+    const std::uint64_t arrivals = ++sent[p];
+    cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(flags(p)[me]).store(arrivals, cuda::memory_order_relaxed);
+  }
+  for (int i = rank; i < size; i += count) {
+    const int p = t.world_pe(i);
+    if (p == me) continue;
+    const std::uint64_t expected = sent[p];
+    cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system> arrived(mine[p]);
+    device_wait_until([&] { return arrived.load(cuda::memory_order_relaxed) >= expected; },
+                      "a symm collective on a stream (do collectives of teams that share PEs run at once on different "
+                      "streams?)",
+                      me, p);
+  }
+  if (rank < size) cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
+  group.sync();
+}
+
+inline constexpr unsigned collective_stream_threads = 512;
+
+//! The kernel of a host-issued collective: block b of each PE handles its share of the data (the grid's threads share
+//! the work) between two barrier rounds on channel b of symm's collective flags. Once this PE's kernel has ended,
+//! every block of every PE of the team has passed its exit round: the data is complete, and every src was read.
+template <class Body>
+__global__ void __launch_bounds__(collective_stream_threads)
+    collective_stream_kernel(Body body, std::byte* const* peers, std::size_t flags_offset) {
+  const auto block = cooperative_groups::this_thread_block();
+  const int channel = static_cast<int>(blockIdx.x);
+  collective_flags_round(block, body.team, peers, flags_offset, channel);
+  body(blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x);
+  if (body.pushes()) cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);
+  collective_flags_round(block, body.team, peers, flags_offset, channel);
+}
+
+//! Blocks of the stream kernel for a collective whose buffers hold `bytes` in all: one per 256 KiB, at most one per
+//! channel of symm's collective flags. A function of the sizes only, so that every PE launches as many.
+constexpr unsigned collective_stream_blocks(std::size_t bytes) noexcept {
+  const std::size_t blocks = (bytes + (std::size_t{256} << 10) - 1) / (std::size_t{256} << 10);
+  const auto most = static_cast<std::size_t>(world_state::collective_flag_channels);
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > most ? most : blocks);
+}
+
+} // namespace detail
+SYMM_END_NAMESPACE
+#endif

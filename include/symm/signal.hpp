@@ -1,0 +1,375 @@
+// symm/signal.hpp: signals — 64-bit symmetric words that say "your data has arrived" — and put_signal, which
+// delivers data and then updates the target's signal (OpenSHMEM's put_signal / signal_wait_until, NVSHMEM's
+// put_signal), in host and device code.
+//
+//   symm::array<float> buf(world, n);
+//   symm::signal ready(world);                                           // 0 on every PE
+//   // producer (PE 0):
+//   symm::put_signal(symm::remote(buf, 1), data, symm::remote(ready, 1), round, symm::signal_op::set);
+//   // consumer (PE 1):
+//   symm::signal_wait_until(ready, symm::cmp::ge, round);                // then buf.local() holds the data
+//
+// Guarantees (docs/ordering.md has the whole model):
+// - the data of a put_signal is visible at the target before the signal update is: a PE that sees the new signal
+//   value (signal_wait_until, signal_fetch, both with acquire order) sees the data;
+// - the signal update is atomic (a release store for signal_op::set, a release fetch_add for signal_op::add, at system
+//   scope), so several producers may add into one signal;
+// - nothing orders one put_signal after an earlier put to the same PE except fence() (or quiet()) between them.
+//
+// Where they run:
+// - host code, host backend: put_signal copies, then updates the signal; complete on return (put_signal_nbi too, its
+//   future is then empty). signal_wait_until spins, then yields, checking that the other PEs are alive.
+// - device code (both backends): the group copies, synchronises, and one thread fences at system scope and updates the
+//   signal with release order. put_signal_nbi does the same and returns a device_future whose wait() (or quiet())
+//   completes the transfer from the group's side.
+// - host code, CUDA backend: put_signal(stream, ...) orders the copy (cudaMemcpyAsync) and then the signal store
+//   (cuStreamWriteValue64, which the driver precedes by a system-wide fence) on a stream, and returns a future.
+//   Only signal_op::set: the stream has no atomic add, so signal_op::add throws errc::unsupported there (do it in a
+//   kernel). The forms without a stream use the world's own stream; put_signal waits for it, put_signal_nbi does not
+//   (quiet() does). signal_wait_until and signal_fetch in host code throw errc::unsupported: the signal is GPU memory.
+#pragma once
+
+#include <symm/atomic.hpp>
+#include <symm/future.hpp>
+#include <symm/pe_span.hpp>
+#include <symm/remote.hpp>
+#include <symm/rma.hpp>
+#include <symm/symmetric.hpp>
+#include <symm/wait.hpp>
+
+#include <cuda/atomic>
+#include <cuda/std/span>
+
+#if SYMM_CUDA_BACKEND()
+#  include <symm/detail/backend/cuda/stream_write.hpp>
+#endif
+
+#include <cstdint>
+#include <ranges>
+#include <type_traits>
+#include <vector>
+
+SYMM_BEGIN_NAMESPACE
+
+//! How put_signal updates the signal: store the value, or add it (atomically, so several PEs can count into one).
+enum class signal_op { set, add };
+
+//! One signal: a 64-bit word at the same offset on every PE. The trivially copyable view kernels take, made from a
+//! symm::signal or an element of a symm::signal_array; valid while that object lives.
+class signal_ref {
+public:
+  using value_type = std::uint64_t;
+  signal_ref() = default;
+  SYMM_HOST_DEVICE explicit signal_ref(const array_ref<std::uint64_t, 1>& word) noexcept : word_(word) {}
+
+  //! This PE's signal word (device memory on the CUDA backend).
+  [[nodiscard]] SYMM_HOST_DEVICE std::uint64_t* local_address() const noexcept { return word_.local().data(); }
+  [[nodiscard]] SYMM_HOST_DEVICE const array_ref<std::uint64_t, 1>& word() const noexcept { return word_; }
+  [[nodiscard]] SYMM_HOST_DEVICE int my_pe() const noexcept { return word_.my_pe(); }
+  [[nodiscard]] SYMM_HOST_DEVICE detail::world_state* world() const noexcept { return word_.world(); }
+
+private:
+  array_ref<std::uint64_t, 1> word_;
+};
+
+static_assert(std::is_trivially_copyable_v<signal_ref>, "signal_ref travels to kernels by value");
+
+//! PE pe()'s copy of a signal: `symm::remote(sig, pe)`, what put_signal updates. Trivially copyable.
+class pe_signal {
+public:
+  SYMM_HOST_DEVICE pe_signal(std::uint64_t* address, int pe, detail::world_state* world) noexcept
+      : address_(address), pe_(pe), world_(world) {}
+  [[nodiscard]] SYMM_HOST_DEVICE int pe() const noexcept { return pe_; }
+  //! The word's address in this PE's mapping of PE pe()'s heap.
+  [[nodiscard]] SYMM_HOST_DEVICE std::uint64_t* address() const noexcept { return address_; }
+  [[nodiscard]] SYMM_HOST_DEVICE detail::world_state* world() const noexcept { return world_; }
+
+private:
+  std::uint64_t* address_;
+  int pe_;
+  detail::world_state* world_;
+};
+
+static_assert(std::is_trivially_copyable_v<pe_signal>, "pe_signal travels to kernels by value");
+
+//! The signals of a symm::signal_array, as kernels take them. Trivially copyable; valid while the array lives.
+class signal_array_ref {
+public:
+  signal_array_ref() = default;
+  SYMM_HOST_DEVICE explicit signal_array_ref(const array_ref<std::uint64_t>& words) noexcept : words_(words) {}
+  [[nodiscard]] SYMM_HOST_DEVICE std::size_t size() const noexcept { return words_.size(); }
+  //! Signal i (not bounds-checked in device code).
+  [[nodiscard]] SYMM_HOST_DEVICE signal_ref operator[](std::size_t i) const {
+    NV_IF_TARGET(NV_IS_HOST, (check_index(i);))
+    return signal_ref(array_ref<std::uint64_t, 1>(words_.world(), words_.host_peers(), words_.device_peers(),
+                                                  words_.offset() + i * sizeof(std::uint64_t), 1, words_.my_pe(),
+                                                  words_.n_pes()));
+  }
+  //! This PE's signal words, e.g. for wait_until_any over them.
+  [[nodiscard]] SYMM_HOST_DEVICE cuda::std::span<std::uint64_t> local() const noexcept { return words_.local(); }
+
+private:
+  void check_index(std::size_t i) const {
+    if (i >= words_.size()) {
+      SYMM_THROW(errc::invalid_argument, "signal_array[{}]: index out of range for {} signals", i, words_.size());
+    }
+  }
+  array_ref<std::uint64_t> words_;
+};
+
+static_assert(std::is_trivially_copyable_v<signal_array_ref>, "signal_array_ref travels to kernels by value");
+
+//! `count` signals, symmetric: collective construction and destruction like symm::array, and every signal starts at 0
+//! on every PE (construction ends with a barrier, so no PE signals before every PE has zeroed its copy).
+class signal_array {
+public:
+  signal_array(const world& w, std::size_t count) : words_(w, count) {
+    std::vector<std::uint64_t> zeros(count, 0);
+    auto* state = words_.ref().world();
+    state->copy(words_.local().data(), zeros.data(), count * sizeof(std::uint64_t));
+    state->barrier("symm::signal_array construction");
+  }
+  [[nodiscard]] std::size_t size() const noexcept { return words_.size(); }
+  [[nodiscard]] signal_ref operator[](std::size_t i) const { return ref()[i]; }
+  [[nodiscard]] signal_array_ref ref() const { return signal_array_ref(words_.ref()); }
+  operator signal_array_ref() const { return ref(); }
+  //! This PE's signal words (device memory on the CUDA backend).
+  [[nodiscard]] cuda::std::span<std::uint64_t> local() const { return words_.local(); }
+  void reset() { words_.reset(); }
+
+private:
+  array<std::uint64_t> words_;
+};
+
+//! One symmetric signal, 0 on every PE after construction (collective, like symm::scalar). `remote(sig, pe)` is PE
+//! pe's copy, for put_signal; kernels take it as a signal_ref (an implicit conversion).
+//! \code
+//!   symm::signal ready(world);
+//!   kernel<<<1, 256, 0, stream>>>(buf, ready);   // __global__ void kernel(symm::array_ref<float>, symm::signal_ref)
+//! \endcode
+class signal {
+public:
+  explicit signal(const world& w) : words_(w, 1) {}
+  [[nodiscard]] signal_ref ref() const { return words_[0]; }
+  operator signal_ref() const { return ref(); }
+  void reset() { words_.reset(); }
+
+private:
+  signal_array words_;
+};
+
+template <> inline constexpr bool enable_symmetric_object<signal> = true;
+template <> inline constexpr bool enable_symmetric_object<signal_ref> = true;
+template <> inline constexpr bool enable_symmetric_object<signal_array> = true;
+template <> inline constexpr bool enable_symmetric_object<signal_array_ref> = true;
+
+//! PE `pe`'s copy of a signal, for put_signal. Throws errc::invalid_pe (host) / traps (device) for a bad PE.
+[[nodiscard]] SYMM_HOST_DEVICE inline pe_signal remote(const signal_ref& sig, int pe) {
+  pe_ref<std::uint64_t> word = remote(sig.word(), pe)[0];
+  return pe_signal(word.address(), word.pe(), word.world());
+}
+[[nodiscard]] inline pe_signal remote(const signal& sig, int pe) { return remote(sig.ref(), pe); }
+
+namespace detail {
+
+//! The signal update of put_signal: release order, so the data written before it is visible to whoever sees it.
+SYMM_HOST_DEVICE SYMM_FORCEINLINE void update_signal(std::uint64_t* word, std::uint64_t value, signal_op op) {
+  if (op == signal_op::set) system_atomic(word).store(value, cuda::memory_order_release);
+  else system_atomic(word).fetch_add(value, cuda::memory_order_release);
+}
+
+inline void check_signal_pe(int data_pe, int signal_pe, const char* what) {
+  if (data_pe != signal_pe) {
+    SYMM_THROW(errc::invalid_argument, "{}: the data goes to PE {} but the signal is on PE {}; both must name the same "
+               "PE", what, data_pe, signal_pe);
+  }
+}
+
+#if SYMM_CUDA_BACKEND()
+//! The stream-ordered put_signal: copy, then the signal store (set only).
+inline void put_signal_on(cudaStream_t stream, void* dst, const void* src, std::size_t bytes, const pe_signal& sig,
+                          std::uint64_t value, signal_op op, const char* what) {
+  if (op != signal_op::set) {
+    SYMM_THROW(errc::unsupported, "PE {}: {} with signal_op::add from host code on the cuda backend: a stream can "
+               "store a value but not add one atomically; use signal_op::set, or put_signal from device code",
+               sig.world()->my_pe(), what);
+  }
+  if (bytes != 0) SYMM_TRY_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
+  stream_write_u64(stream, sig.address(), value);
+}
+#endif
+
+} // namespace detail
+
+//! Put with signal: copies `source` into PE dst.pe()'s elements, then updates that PE's signal `sig` (`op` with
+//! `value`); a PE that sees the update sees the data. Host code; complete (data and signal) on return.
+//! Throws errc::invalid_argument when dst and sig name different PEs, errc::extent_mismatch when the sizes differ,
+//! errc::unsupported for signal_op::add on the cuda backend.
+//! \code
+//!   symm::put_signal(symm::remote(buf, right), mine, symm::remote(ready, right), 1, symm::signal_op::add);
+//! \endcode
+template <class T, std::size_t E, class Range>
+  requires contiguous_range_of<Range, T>
+void put_signal(const pe_span<T, E>& dst, Range&& source, const pe_signal& sig, std::uint64_t value, signal_op op) {
+  static_assert(!std::is_const_v<T>, "symm::put_signal: cannot put into a pe_span<const T>: the remote data is const");
+  static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>,
+                "symm::put_signal between static extents that differ");
+  detail::check_signal_pe(dst.pe(), sig.pe(), "symm::put_signal");
+  detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put_signal");
+  detail::world_state* world = dst.world();
+#if SYMM_CUDA_BACKEND()
+  if (world->kind() == backend::cuda) {
+    cudaStream_t stream = world->cuda()->stream();
+    detail::put_signal_on(stream, dst.address(), std::ranges::data(source), dst.size_bytes(), sig, value, op,
+                          "symm::put_signal");
+    SYMM_TRY_CUDA(cudaStreamSynchronize(stream));
+    return;
+  }
+#endif
+  if (dst.size_bytes() != 0) world->copy(dst.address(), std::ranges::data(source), dst.size_bytes());
+  detail::update_signal(sig.address(), value, op);
+}
+
+//! Non-blocking put with signal: like put_signal, but may return before the transfer is done; the future's wait() or
+//! quiet() completes it, and `source` must stay unchanged until then. The host backend does it all before returning
+//! (the future is empty); the cuda backend orders it on the world's stream.
+template <class T, std::size_t E, class Range>
+  requires contiguous_range_of<Range, T>
+[[nodiscard]] future<> put_signal_nbi(const pe_span<T, E>& dst, Range&& source, const pe_signal& sig,
+                                      std::uint64_t value, signal_op op) {
+  static_assert(!std::is_const_v<T>, "symm::put_signal_nbi: cannot put into a pe_span<const T>: the remote data is "
+                                     "const");
+  static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>,
+                "symm::put_signal_nbi between static extents that differ");
+  detail::check_signal_pe(dst.pe(), sig.pe(), "symm::put_signal_nbi");
+  detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put_signal_nbi");
+  detail::world_state* world = dst.world();
+#if SYMM_CUDA_BACKEND()
+  if (world->kind() == backend::cuda) {
+    cudaStream_t stream = world->cuda()->stream();
+    detail::put_signal_on(stream, dst.address(), std::ranges::data(source), dst.size_bytes(), sig, value, op,
+                          "symm::put_signal_nbi");
+    return future<>(std::make_shared<detail::stream_completion>(stream));
+  }
+#endif
+  if (dst.size_bytes() != 0) world->copy(dst.address(), std::ranges::data(source), dst.size_bytes());
+  detail::update_signal(sig.address(), value, op);
+  return future<>();
+}
+
+//! Waits until this PE's signal satisfies `signal <c> value`; returns the value seen. Acquire order: the data of the
+//! put_signal that made it true is visible after. Host (host backend): throws errc::peer_failed when another PE dies
+//! meanwhile; on the cuda backend errc::unsupported (wait in a kernel). Device: traps after
+//! SYMM_DEVICE_WAIT_TIMEOUT_NS.
+SYMM_HOST_DEVICE inline std::uint64_t signal_wait_until(const signal_ref& sig, cmp c, std::uint64_t value) {
+  std::uint64_t* word = sig.local_address();
+  NV_IF_TARGET(NV_IS_DEVICE, ({
+                 std::uint64_t seen = 0;
+                 detail::device_wait_until(
+                     [&] { return compare(seen = detail::system_atomic(word).load(cuda::memory_order_acquire), c,
+                                          value); },
+                     "symm::signal_wait_until", sig.my_pe(), -1);
+                 return seen;
+               }),
+               ({
+                 detail::require_host_atomics(sig.world(), sig.my_pe(), "symm::signal_wait_until");
+                 return detail::host_wait(*sig.world(), sig.my_pe(), word,
+                                          [&](std::uint64_t v) { return compare(v, c, value); },
+                                          "symm::signal_wait_until");
+               }))
+}
+
+//! This PE's signal value now (an acquire load). Host code: host backend only (errc::unsupported on the cuda backend).
+[[nodiscard]] SYMM_HOST_DEVICE inline std::uint64_t signal_fetch(const signal_ref& sig) {
+  NV_IF_TARGET(NV_IS_HOST, (detail::require_host_atomics(sig.world(), sig.my_pe(), "symm::signal_fetch");))
+  return detail::system_atomic(sig.local_address()).load(cuda::memory_order_acquire);
+}
+
+SYMM_END_NAMESPACE
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Device code: group-scoped put with signal. Every thread of `group` calls it with the same arguments.
+#if SYMM_CUDA_COMPILATION()
+#  include <symm/detail/device_copy.hpp>
+#  include <symm/group.hpp>
+
+SYMM_BEGIN_NAMESPACE
+
+namespace detail {
+template <class Group, class T, std::size_t E, class U, std::size_t E2>
+SYMM_DEVICE SYMM_FORCEINLINE void device_put_signal(const Group& group, const pe_span<T, E>& dst,
+                                                    cuda::std::span<U, E2> source, const pe_signal& sig,
+                                                    std::uint64_t value, signal_op op) {
+  static_assert(!std::is_const_v<T>, "symm::put_signal: cannot put into a pe_span<const T>: the remote data is const");
+  static_assert(!detail::extents_conflict<E, E2>, "symm::put_signal between static extents that differ");
+  static_assert(syncs_after_bulk<Group>, "symm::put_signal: the signal must follow every thread's part of the copy, "
+                                         "which needs the group to synchronise; a grid group can only do that under "
+                                         "a cooperative launch, so use a block, a warp tile or symm::this_thread()");
+  if constexpr (SYMM_CHECK_LEVEL(1)) {
+    if (dst.pe() != sig.pe()) __trap(); // data and signal must go to the same PE
+  }
+  group_copy(static_cast<unsigned>(group.thread_rank()), static_cast<unsigned>(group.num_threads()), dst.address(),
+             source.data(), dst.size_bytes() < source.size_bytes() ? dst.size_bytes() : source.size_bytes());
+  // Every thread's stores are issued; after the group barrier, one thread's system-scope fence is cumulative over
+  // them (they happen before it through the barrier), and its release update publishes them with the signal.
+  group.sync();
+  if (group.thread_rank() == 0) {
+    cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);
+    update_signal(sig.address(), value, op);
+  }
+}
+} // namespace detail
+
+//! Put with signal from device code: `group` copies `source` into PE dst.pe()'s elements, then one of its threads
+//! updates PE sig.pe()'s signal with release order at system scope: whoever sees the update sees the data. On return
+//! `source` may be reused. Block, warp tile or symm::this_thread() (not a grid group).
+//! \code
+//!   symm::put_signal(cooperative_groups::this_thread_block(), symm::remote(buf, right), out,
+//!                    symm::remote(ready, right), round, symm::signal_op::set);
+//! \endcode
+template <cooperating_group Group, class T, std::size_t E, class U, std::size_t E2>
+  requires detail::same_element<U, T>
+SYMM_DEVICE void put_signal(const Group& group, const pe_span<T, E>& dst, cuda::std::span<U, E2> source,
+                            const pe_signal& sig, std::uint64_t value, signal_op op) {
+  detail::device_put_signal(group, dst, source, sig, value, op);
+}
+
+//! Non-blocking put with signal from device code: the same transfer; the returned device_future's wait() (or quiet())
+//! completes it from this group's side. The signal still follows the data.
+template <cooperating_group Group, class T, std::size_t E, class U, std::size_t E2>
+  requires detail::same_element<U, T>
+[[nodiscard]] SYMM_DEVICE device_future<Group> put_signal_nbi(const Group& group, const pe_span<T, E>& dst,
+                                                              cuda::std::span<U, E2> source, const pe_signal& sig,
+                                                              std::uint64_t value, signal_op op) {
+  detail::device_put_signal(group, dst, source, sig, value, op);
+  return device_future<Group>(group);
+}
+
+SYMM_END_NAMESPACE
+#endif
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Host code on the CUDA backend: put with signal ordered on a stream.
+#if SYMM_CUDA_BACKEND()
+SYMM_BEGIN_NAMESPACE
+
+//! Put with signal ordered on `stream`: after the stream's earlier work, copies `source` (device or host memory) into
+//! PE dst.pe()'s elements, then stores `value` into its signal (cuStreamWriteValue64, preceded by a system-wide
+//! fence); the future completes when both are done. signal_op::set only (errc::unsupported for add: use device code).
+template <class T, std::size_t E, class Range>
+  requires contiguous_range_of<Range, T>
+future<> put_signal(cudaStream_t stream, const pe_span<T, E>& dst, Range&& source, const pe_signal& sig,
+                    std::uint64_t value, signal_op op) {
+  static_assert(!std::is_const_v<T>, "symm::put_signal: cannot put into a pe_span<const T>: the remote data is const");
+  static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>,
+                "symm::put_signal between static extents that differ");
+  detail::require_cuda_backend(dst.world(), "symm::put_signal(stream, ...)");
+  detail::check_signal_pe(dst.pe(), sig.pe(), "symm::put_signal(stream, ...)");
+  detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put_signal(stream, ...)");
+  detail::put_signal_on(stream, dst.address(), std::ranges::data(source), dst.size_bytes(), sig, value, op,
+                        "symm::put_signal(stream, ...)");
+  return future<>(std::make_shared<detail::stream_completion>(stream));
+}
+
+SYMM_END_NAMESPACE
+#endif

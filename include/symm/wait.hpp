@@ -1,0 +1,292 @@
+// symm/wait.hpp: point-to-point synchronisation — wait until a word of this PE's symmetric memory, which other PEs
+// write, satisfies a comparison (OpenSHMEM's wait_until / test and their _all, _any, _some forms), in host and device
+// code.
+//
+//   symm::scalar<int> flag(world);                              // another PE: symm::remote(flag, pe).store(1)
+//   symm::wait_until(flag, symm::cmp::eq, 1);                   // host code; in a kernel: wait_until(flag_ref, ...)
+//   std::size_t i = symm::wait_until_any(flags.local(), symm::cmp::ne, 0);
+//
+// Words: integers of 4 or 8 bytes (symm::atomic_integer). Every read is an atomic load at system scope with acquire
+// order, so what the writer wrote before its satisfying write (with release order, or by put_signal) is visible after
+// the wait returns.
+//
+// Host code: spins briefly, then sleeps on a futex for 4-byte words (woken by symm's atomics, p's and signals on the
+// word; a write symm does not see is noticed within a few milliseconds), or yields for 8-byte words. Every few
+// milliseconds it checks that the other PEs are alive: when one has died or failed, the wait throws errc::peer_failed
+// naming it, instead of hanging. On the CUDA backend the heap is GPU memory, which host code cannot wait on: waits
+// there throw errc::unsupported (wait in a kernel); host memory (e.g. pinned memory a kernel writes) can be waited on.
+// A host wait needs a live symm::world on the calling thread (for the liveness checks).
+// Device code: spins; after SYMM_DEVICE_WAIT_TIMEOUT_NS (20 s) it prints what it waited for and traps (a probable
+// deadlock), so a kernel never hangs the GPU silently.
+//
+// Status arrays (the _all/_any/_some forms): an optional span of int, as long as the words; a word whose status is
+// not 0 is left out. Return conventions follow OpenSHMEM 1.5:
+// - wait_until_all: returns when every included word satisfies the comparison (checked one after the other);
+// - wait_until_any: returns the index of one included word that satisfies it, or symm::no_index when every word is
+//   left out (or there are none);
+// - wait_until_some: waits until at least one included word satisfies it, writes the indices of all included words
+//   that do into `indices` (which must hold as many entries as there are words) and returns their count; 0 when every
+//   word is left out;
+// - test / test_all / test_any / test_some: the same checks once, without waiting (false, no_index or 0 when not).
+#pragma once
+
+#include <symm/atomic.hpp>
+#include <symm/detail/device_wait.hpp>
+#include <symm/detail/host_wait.hpp>
+#include <symm/symmetric.hpp>
+
+#include <cuda/std/span>
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+SYMM_BEGIN_NAMESPACE
+
+//! The comparisons of wait_until and test: `word <cmp> value`.
+enum class cmp { eq, ne, gt, ge, lt, le };
+
+//! What wait_until_any and test_any return when no word is included (OpenSHMEM's SIZE_MAX).
+inline constexpr std::size_t no_index = static_cast<std::size_t>(-1);
+
+//! `a <c> b`.
+template <class T> [[nodiscard]] SYMM_HOST_DEVICE constexpr bool compare(const T& a, cmp c, const T& b) noexcept {
+  switch (c) {
+    case cmp::eq: return a == b;
+    case cmp::ne: return a != b;
+    case cmp::gt: return a > b;
+    case cmp::ge: return a >= b;
+    case cmp::lt: return a < b;
+    case cmp::le: return a <= b;
+  }
+  return false;
+}
+
+namespace detail {
+
+template <class T> SYMM_HOST_DEVICE constexpr void require_wait_word() {
+  static_assert(atomic_integer<T>, "symm::wait_until / test: the word must be an integer of 4 or 8 bytes (int, "
+                                   "unsigned, long, unsigned long, long long, unsigned long long, e.g. std::int32_t "
+                                   "or std::uint64_t); other types cannot be read atomically everywhere");
+}
+
+template <class T> [[nodiscard]] SYMM_HOST_DEVICE SYMM_FORCEINLINE std::remove_cv_t<T> acquire_load(T* word) {
+  return system_atomic(word).load(cuda::memory_order_acquire);
+}
+
+SYMM_HOST_DEVICE SYMM_FORCEINLINE bool included(cuda::std::span<const int> status, std::size_t i) {
+  return status.empty() || status[i] == 0;
+}
+
+//! The host world a wait uses for its liveness checks, after checking that host code can read `word`.
+inline const world_state& host_wait_world(const void* word, const char* what) {
+  const world_state& world = require_current_world(what);
+  require_host_readable(world, word, what);
+  return world;
+}
+
+inline void check_status_size(std::size_t words, std::size_t status, const char* what) {
+  if (status != 0 && status != words) {
+    SYMM_THROW(errc::extent_mismatch, "{}: the status span has {} entries but there are {} words; pass one entry per "
+               "word (0 = included), or none", what, status, words);
+  }
+}
+
+//! Checks every included word once; writes the indices that satisfy into `indices` (when not empty), returns the
+//! count, or the first index (First) / no_index.
+template <bool First, class T, std::size_t E>
+SYMM_HOST_DEVICE std::size_t scan(cuda::std::span<T, E> words, cuda::std::span<std::size_t> indices, cmp c,
+                                  std::remove_cv_t<T> value, cuda::std::span<const int> status) {
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (!included(status, i) || !compare(acquire_load(&words[i]), c, value)) continue;
+    if constexpr (First) return i;
+    if (!indices.empty()) indices[count] = i;
+    ++count;
+  }
+  if constexpr (First) return no_index;
+  else return count;
+}
+
+template <class T, std::size_t E>
+SYMM_HOST_DEVICE bool any_included(cuda::std::span<T, E> words, cuda::std::span<const int> status) {
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (included(status, i)) return true;
+  }
+  return false;
+}
+
+} // namespace detail
+
+//! Waits until `word <c> value` holds for `word`, a 4- or 8-byte integer of this PE's symmetric memory (or host memory
+//! other threads write), and returns the value that satisfied it. Acquire order. Host: throws errc::peer_failed when
+//! another PE dies meanwhile, errc::unsupported for GPU memory, errc::not_initialized without a world. Device: traps
+//! after SYMM_DEVICE_WAIT_TIMEOUT_NS.
+//! \code  symm::wait_until(flags.local()[3], symm::cmp::ge, round);  \endcode
+template <class T>
+  requires(!std::is_pointer_v<T> && !symmetric_object<T>)
+SYMM_HOST_DEVICE std::remove_cv_t<T> wait_until(T& word, cmp c, std::type_identity_t<std::remove_cv_t<T>> value) {
+  detail::require_wait_word<T>();
+  NV_IF_TARGET(NV_IS_DEVICE, ({
+                 std::remove_cv_t<T> seen{};
+                 detail::device_wait_until([&] { return compare(seen = detail::acquire_load(&word), c, value); },
+                                           "symm::wait_until", -1, -1);
+                 return seen;
+               }),
+               ({
+                 const auto& world = detail::host_wait_world(&word, "symm::wait_until");
+                 return detail::host_wait(world, detail::heap_owner(world, &word), &word,
+                                          [&](std::remove_cv_t<T> v) { return compare(v, c, value); },
+                                          "symm::wait_until");
+               }))
+}
+
+//! wait_until on the word at `word`.
+template <class T>
+SYMM_HOST_DEVICE std::remove_cv_t<T> wait_until(T* word, cmp c, std::type_identity_t<std::remove_cv_t<T>> value) {
+  return wait_until(*word, c, value);
+}
+
+//! wait_until on this PE's value of a symmetric scalar (host: a symm::scalar; device: its scalar_ref).
+template <class T>
+SYMM_HOST_DEVICE std::remove_cv_t<T> wait_until(const scalar_ref<T>& word, cmp c,
+                                                std::type_identity_t<std::remove_cv_t<T>> value) {
+  return wait_until(word.local(), c, value);
+}
+template <class T> std::remove_cv_t<T> wait_until(const scalar<T>& word, cmp c, std::type_identity_t<T> value) {
+  return wait_until(word.ref(), c, value);
+}
+
+//! Whether `word <c> value` holds now (one acquire load; no waiting).
+template <class T>
+  requires(!std::is_pointer_v<T> && !symmetric_object<T>)
+[[nodiscard]] SYMM_HOST_DEVICE bool test(T& word, cmp c, std::type_identity_t<std::remove_cv_t<T>> value) {
+  detail::require_wait_word<T>();
+  NV_IF_TARGET(NV_IS_HOST, ((void)detail::host_wait_world(&word, "symm::test");))
+  return compare(detail::acquire_load(&word), c, value);
+}
+template <class T>
+[[nodiscard]] SYMM_HOST_DEVICE bool test(T* word, cmp c, std::type_identity_t<std::remove_cv_t<T>> value) {
+  return test(*word, c, value);
+}
+template <class T>
+[[nodiscard]] SYMM_HOST_DEVICE bool test(const scalar_ref<T>& word, cmp c,
+                                         std::type_identity_t<std::remove_cv_t<T>> value) {
+  return test(word.local(), c, value);
+}
+template <class T> [[nodiscard]] bool test(const scalar<T>& word, cmp c, std::type_identity_t<T> value) {
+  return test(word.ref(), c, value);
+}
+
+//! Waits until every included word satisfies `word <c> value` (see the header comment for status).
+template <class T, std::size_t E>
+SYMM_HOST_DEVICE void wait_until_all(cuda::std::span<T, E> words, cmp c,
+                                     std::type_identity_t<std::remove_cv_t<T>> value,
+                                     cuda::std::span<const int> status = {}) {
+  detail::require_wait_word<T>();
+  NV_IF_TARGET(NV_IS_HOST, (detail::check_status_size(words.size(), status.size(), "symm::wait_until_all");))
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (detail::included(status, i)) (void)wait_until(words[i], c, value);
+  }
+}
+
+//! Waits until some included word satisfies `word <c> value`; returns its index, or no_index when none is included.
+template <class T, std::size_t E>
+[[nodiscard]] SYMM_HOST_DEVICE std::size_t wait_until_any(cuda::std::span<T, E> words, cmp c,
+                                                          std::type_identity_t<std::remove_cv_t<T>> value,
+                                                          cuda::std::span<const int> status = {}) {
+  detail::require_wait_word<T>();
+  std::size_t found = no_index;
+  NV_IF_TARGET(NV_IS_DEVICE, ({
+                 if (!detail::any_included(words, status)) return no_index;
+                 detail::device_wait_until(
+                     [&] { return (found = detail::scan<true>(words, {}, c, value, status)) != no_index; },
+                     "symm::wait_until_any", -1, -1);
+               }),
+               ({
+                 detail::check_status_size(words.size(), status.size(), "symm::wait_until_any");
+                 if (!detail::any_included(words, status)) return no_index;
+                 const auto& world = detail::host_wait_world(words.data(), "symm::wait_until_any");
+                 detail::host_poll(
+                     world, [&] { return (found = detail::scan<true>(words, {}, c, value, status)) != no_index; },
+                     "symm::wait_until_any");
+               }))
+  return found;
+}
+
+//! Waits until at least one included word satisfies `word <c> value`; stores the indices of those that do into
+//! `indices` (at least words.size() entries) and returns how many; 0 when none is included.
+template <class T, std::size_t E>
+SYMM_HOST_DEVICE std::size_t wait_until_some(cuda::std::span<T, E> words, cuda::std::span<std::size_t> indices, cmp c,
+                                             std::type_identity_t<std::remove_cv_t<T>> value,
+                                             cuda::std::span<const int> status = {}) {
+  detail::require_wait_word<T>();
+  std::size_t count = 0;
+  NV_IF_TARGET(NV_IS_DEVICE, ({
+                 if (!detail::any_included(words, status)) return 0;
+                 detail::device_wait_until(
+                     [&] { return (count = detail::scan<false>(words, indices, c, value, status)) != 0; },
+                     "symm::wait_until_some", -1, -1);
+               }),
+               ({
+                 detail::check_status_size(words.size(), status.size(), "symm::wait_until_some");
+                 if (indices.size() < words.size()) {
+                   SYMM_THROW(errc::invalid_argument, "symm::wait_until_some: indices has {} entries but there are "
+                              "{} words; it must be able to hold every index", indices.size(), words.size());
+                 }
+                 if (!detail::any_included(words, status)) return 0;
+                 const auto& world = detail::host_wait_world(words.data(), "symm::wait_until_some");
+                 detail::host_poll(
+                     world, [&] { return (count = detail::scan<false>(words, indices, c, value, status)) != 0; },
+                     "symm::wait_until_some");
+               }))
+  return count;
+}
+
+//! Whether every included word satisfies `word <c> value` now.
+template <class T, std::size_t E>
+[[nodiscard]] SYMM_HOST_DEVICE bool test_all(cuda::std::span<T, E> words, cmp c,
+                                             std::type_identity_t<std::remove_cv_t<T>> value,
+                                             cuda::std::span<const int> status = {}) {
+  detail::require_wait_word<T>();
+  NV_IF_TARGET(NV_IS_HOST, ({
+                 detail::check_status_size(words.size(), status.size(), "symm::test_all");
+                 if (!words.empty()) (void)detail::host_wait_world(words.data(), "symm::test_all");
+               }))
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (detail::included(status, i) && !compare(detail::acquire_load(&words[i]), c, value)) return false;
+  }
+  return true;
+}
+
+//! The index of an included word that satisfies `word <c> value` now, or no_index.
+template <class T, std::size_t E>
+[[nodiscard]] SYMM_HOST_DEVICE std::size_t test_any(cuda::std::span<T, E> words, cmp c,
+                                                    std::type_identity_t<std::remove_cv_t<T>> value,
+                                                    cuda::std::span<const int> status = {}) {
+  detail::require_wait_word<T>();
+  NV_IF_TARGET(NV_IS_HOST, ({
+                 detail::check_status_size(words.size(), status.size(), "symm::test_any");
+                 if (!words.empty()) (void)detail::host_wait_world(words.data(), "symm::test_any");
+               }))
+  return detail::scan<true>(words, {}, c, value, status);
+}
+
+//! Stores the indices of the included words that satisfy `word <c> value` now into `indices`; returns their count.
+template <class T, std::size_t E>
+[[nodiscard]] SYMM_HOST_DEVICE std::size_t test_some(cuda::std::span<T, E> words, cuda::std::span<std::size_t> indices,
+                                                     cmp c, std::type_identity_t<std::remove_cv_t<T>> value,
+                                                     cuda::std::span<const int> status = {}) {
+  detail::require_wait_word<T>();
+  NV_IF_TARGET(NV_IS_HOST, ({
+                 detail::check_status_size(words.size(), status.size(), "symm::test_some");
+                 if (indices.size() < words.size()) {
+                   SYMM_THROW(errc::invalid_argument, "symm::test_some: indices has {} entries but there are {} words",
+                              indices.size(), words.size());
+                 }
+                 if (!words.empty()) (void)detail::host_wait_world(words.data(), "symm::test_some");
+               }))
+  return detail::scan<false>(words, indices, c, value, status);
+}
+
+SYMM_END_NAMESPACE

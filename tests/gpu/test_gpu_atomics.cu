@@ -1,0 +1,575 @@
+// Remote atomics, put_signal and point-to-point waits in device code on the CUDA backend, as processes and as threads:
+// a counter hammered by every thread of every PE, a compare_exchange lock, a put_signal pipeline between blocks of
+// different PEs, a token ring and span waits, every atomic against a sequential model, and the host-side forms (the
+// stream-ordered put_signal; the atomics and waits that host code cannot do there throw errc::unsupported).
+//
+// The PEs' kernels wait for each other, so they must run at the same time: each PE launches on its own non-blocking
+// stream (in threads mode the legacy default stream would serialise them), and processes on one GPU need MPS
+// (tools/gpu-check.sh starts it).
+#include "gpu_support.cuh"
+
+#if __has_include(<catch2/catch_test_macros.hpp>)
+#  include <catch2/catch_test_macros.hpp>
+#else
+#  include <catch2/catch.hpp>
+#endif
+
+#include <cooperative_groups.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace cg = cooperative_groups;
+
+namespace {
+
+__host__ __device__ std::uint32_t mix(std::uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xFF51AFD7ED558CCDull;
+  x ^= x >> 33;
+  x *= 0xC4CEB9FE1A85EC53ull;
+  x ^= x >> 33;
+  return static_cast<std::uint32_t>(x);
+}
+
+//! Element i of what `producer` sends in `round`; the consumer recomputes it.
+__host__ __device__ std::uint32_t payload(std::uint64_t seed, int producer, std::uint64_t round, std::size_t i) {
+  return mix(seed ^ (static_cast<std::uint64_t>(producer) << 48) ^ (round << 24) ^ i);
+}
+
+//! The size of that round's message: 1 to `max`, spread over the powers of two.
+__host__ __device__ std::size_t message_size(std::uint64_t seed, int producer, std::uint64_t round, std::size_t max) {
+  std::uint32_t h = mix(seed * 3 + static_cast<std::uint64_t>(producer) * 1000003u + round);
+  std::size_t limit = std::size_t{1} << (h % 17);
+  return 1 + mix(h) % (limit < max ? limit : max);
+}
+
+//! A stream of this PE's own, so that the PEs' kernels run concurrently; destroyed with the scope.
+struct pe_stream {
+  pe_stream() { GPU_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)); }
+  ~pe_stream() { cudaStreamDestroy(stream); }
+  pe_stream(const pe_stream&) = delete;
+  pe_stream& operator=(const pe_stream&) = delete;
+  cudaStream_t stream{};
+};
+
+//! A device counter of failed checks, zeroed on the PE's stream (ahead of its kernels there), read back at the end.
+struct error_counter {
+  explicit error_counter(cudaStream_t stream) {
+    GPU_CHECK(cudaMalloc(&count, sizeof(unsigned)));
+    GPU_CHECK(cudaMemsetAsync(count, 0, sizeof(unsigned), stream));
+  }
+  ~error_counter() { cudaFree(count); }
+  error_counter(const error_counter&) = delete;
+  error_counter& operator=(const error_counter&) = delete;
+  unsigned read() const { return symm_gpu_test::host_copy_of(count, 1)[0]; }
+  unsigned* count = nullptr;
+};
+
+//! Zeroes device memory on the PE's stream. Never cudaDeviceSynchronize here: with PEs as threads it would also wait
+//! for the other PEs' kernels, which may be waiting for this PE.
+template <class T> void zero(cudaStream_t stream, T* device, std::size_t n = 1) {
+  GPU_CHECK(cudaMemsetAsync(device, 0, n * sizeof(T), stream));
+}
+
+// ---- counter --------------------------------------------------------------------------------------------------------
+
+__global__ void count_kernel(symm::scalar_ref<unsigned long long> counter, symm::scalar_ref<unsigned> spread,
+                             symm::array_ref<std::uint32_t> olds, int n_pes, unsigned per_thread) {
+  const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x, threads = gridDim.x * blockDim.x;
+  auto target = symm::remote(counter, 0);
+  auto spread_target = symm::remote(spread, static_cast<int>(tid % static_cast<unsigned>(n_pes)));
+  for (unsigned k = 0; k < per_thread; ++k) {
+    auto order = (k & 1) ? cuda::memory_order_relaxed : cuda::memory_order_seq_cst;
+    olds.local()[k * threads + tid] = static_cast<std::uint32_t>(target.fetch_add(1, order));
+    spread_target.add(1, cuda::memory_order_relaxed); // the non-fetching form (a reduction on the GPU)
+  }
+}
+
+// ---- compare_exchange lock ------------------------------------------------------------------------------------------
+
+__global__ void lock_kernel(symm::scalar_ref<int> lock, symm::scalar_ref<long long> shared, int me, int iterations,
+                            unsigned* errors) {
+  if (threadIdx.x != 0) return; // one thread per block contends
+  auto l = symm::remote(lock, 0);
+  auto s = symm::remote(shared, 0);
+  const int owner = me * 1024 + static_cast<int>(blockIdx.x) + 1;
+  for (int i = 0; i < iterations; ++i) {
+    unsigned long long spins = 0;
+    for (;;) {
+      int expected = 0;
+      if (l.compare_exchange(expected, owner, cuda::memory_order_acquire)) break;
+      if (expected == 0 || expected == owner || ++spins > (1ull << 24)) { // a wrong report, or a probable deadlock
+        atomicAdd(errors, 1u);
+        return;
+      }
+    }
+    if (l.load(cuda::memory_order_relaxed) != owner) atomicAdd(errors, 1u);
+    long long v = s; // a plain remote load and store: safe only under the lock
+    s = v + 1;
+    l.store(0, cuda::memory_order_release);
+  }
+}
+
+// ---- put_signal pipeline --------------------------------------------------------------------------------------------
+
+struct pipeline_args {
+  symm::array_ref<std::uint32_t> buf, src;
+  symm::signal_ref ready;
+  symm::scalar_ref<unsigned long long> ack; // rounds my right neighbour has consumed
+  std::uint64_t seed;
+  int rounds, me, n;
+  unsigned* errors;
+};
+
+//! Block 0 produces for the right neighbour, block 1 consumes from the left one.
+__global__ void pipeline_kernel(pipeline_args a) {
+  auto block = cg::this_thread_block();
+  const int right = (a.me + 1) % a.n, left = (a.me + a.n - 1) % a.n;
+  const std::size_t max = a.buf.size();
+  __shared__ unsigned long long seen;
+  for (int r = 1; r <= a.rounds; ++r) {
+    const auto round = static_cast<std::uint64_t>(r);
+    if (blockIdx.x == 0) {
+      if (block.thread_rank() == 0) symm::wait_until(a.ack.local(), symm::cmp::ge, round - 1);
+      block.sync();
+      const std::size_t size = message_size(a.seed, a.me, round, max);
+      for (std::size_t i = block.thread_rank(); i < size; i += block.num_threads()) {
+        a.src.local()[i] = payload(a.seed, a.me, round, i);
+      }
+      block.sync();
+      auto dst = symm::remote(a.buf, right).first(size);
+      auto source = a.src.local().first(size);
+      auto sig = symm::remote(a.ready, right);
+      const auto op = r % 2 == 1 ? symm::signal_op::set : symm::signal_op::add;
+      const std::uint64_t value = op == symm::signal_op::set ? round : 1; // either way the signal becomes `round`
+      if (r % 5 == 0) {
+        if (block.thread_rank() == 0) symm::put_signal(symm::this_thread(), dst, source, sig, value, op);
+      } else if (r % 3 == 0) {
+        auto f = symm::put_signal_nbi(block, dst, source, sig, value, op);
+        f.wait();
+      } else {
+        symm::put_signal(block, dst, source, sig, value, op);
+      }
+      block.sync(); // src is rewritten next round
+    } else {
+      if (block.thread_rank() == 0) seen = symm::signal_wait_until(a.ready, symm::cmp::ge, round);
+      block.sync();
+      if (block.thread_rank() == 0 && seen != round) atomicAdd(a.errors, 1u); // the producer cannot run ahead
+      const std::size_t size = message_size(a.seed, left, round, max);
+      for (std::size_t i = block.thread_rank(); i < size; i += block.num_threads()) {
+        std::size_t j = size - 1 - i; // from the end: what the copy writes last
+        if (a.buf.local()[j] != payload(a.seed, left, round, j)) atomicAdd(a.errors, 1u);
+      }
+      block.sync();
+      if (block.thread_rank() == 0) symm::remote(a.ack, left).store(round, cuda::memory_order_release);
+    }
+  }
+}
+
+// ---- wait_until: a token ring, and waits over spans -----------------------------------------------------------------
+
+__global__ void ring_kernel(symm::scalar_ref<int> token, symm::scalar_ref<unsigned long long> token64, int me, int n,
+                            int rounds, unsigned* errors) {
+  if (threadIdx.x != 0) return;
+  const int right = (me + 1) % n;
+  for (int r = 1; r <= rounds; ++r) {
+    const unsigned long long r64 = (static_cast<unsigned long long>(r) << 32) | static_cast<unsigned>(r);
+    if (me == 0) {
+      symm::remote(token, right).store(r, cuda::memory_order_release);
+      if (symm::wait_until(token, symm::cmp::eq, r) != r) atomicAdd(errors, 1u); // came back around
+      symm::remote(token64, right).store(r64, cuda::memory_order_release);
+      if (symm::wait_until(&token64.local(), symm::cmp::ge, r64) != r64) atomicAdd(errors, 1u);
+    } else {
+      if (symm::wait_until(token.local(), symm::cmp::ge, r) != r) atomicAdd(errors, 1u);
+      symm::remote(token, right).store(r, cuda::memory_order_release);
+      if (symm::wait_until(token64, symm::cmp::eq, r64) != r64) atomicAdd(errors, 1u);
+      symm::remote(token64, right).store(r64, cuda::memory_order_release);
+    }
+  }
+}
+
+//! Each round every PE stores the round into its slot on every PE, then waits with the span forms.
+__global__ void span_wait_kernel(symm::array_ref<unsigned long long> slots, symm::array_ref<std::int32_t> flags32,
+                                 int me, int n, int rounds, unsigned* errors) {
+  if (threadIdx.x != 0) return;
+  constexpr int max_pes = 64;
+  std::size_t indices[max_pes];
+  int status[max_pes];
+  for (int p = 0; p < n; ++p) status[p] = p == me ? 1 : 0; // my own slot left out
+  auto idx = cuda::std::span<std::size_t>(indices, static_cast<std::size_t>(n));
+  auto mask = cuda::std::span<const int>(status, static_cast<std::size_t>(n));
+  for (int r = 1; r <= rounds; ++r) {
+    const auto round = static_cast<unsigned long long>(r);
+    for (int p = 0; p < n; ++p) {
+      if (p == me) continue;
+      symm::remote(slots, p)[static_cast<std::size_t>(me)].store(round, cuda::memory_order_release);
+      symm::remote(flags32, p)[static_cast<std::size_t>(me)].fetch_add(1, cuda::memory_order_release);
+    }
+    std::size_t any = symm::wait_until_any(slots.local(), symm::cmp::ge, round, mask);
+    if (n > 1 && (any >= static_cast<std::size_t>(n) || any == static_cast<std::size_t>(me))) atomicAdd(errors, 1u);
+    symm::wait_until_all(slots.local(), symm::cmp::ge, round, mask);
+    symm::wait_until_all(flags32.local(), symm::cmp::ge, r, mask);
+    if (!symm::test_all(slots.local(), symm::cmp::ge, round, mask)) atomicAdd(errors, 1u);
+    if (n > 1) {
+      std::size_t got = symm::wait_until_some(slots.local(), idx, symm::cmp::ge, round, mask);
+      if (got != static_cast<std::size_t>(n - 1)) atomicAdd(errors, 1u);
+      for (std::size_t k = 0; k < got; ++k) {
+        if (indices[k] == static_cast<std::size_t>(me)) atomicAdd(errors, 1u);
+      }
+      if (symm::test_some(flags32.local(), idx, symm::cmp::ge, r, mask) != static_cast<std::size_t>(n - 1)) {
+        atomicAdd(errors, 1u);
+      }
+    }
+    if (symm::test_any(slots.local(), symm::cmp::gt, ~0ull - 1, mask) != symm::no_index) atomicAdd(errors, 1u);
+    if (symm::test(slots.local()[static_cast<std::size_t>(me)], symm::cmp::ne, 0ull)) atomicAdd(errors, 1u);
+  }
+}
+
+// ---- every atomic against a sequential model ------------------------------------------------------------------------
+
+enum op_code : int {
+  op_load, op_store, op_exchange, op_cas_hit, op_cas_miss, op_fetch_add, op_fetch_sub, op_add, op_sub,
+  op_fetch_and, op_fetch_or, op_fetch_xor, op_fetch_min, op_fetch_max, op_bit_and, op_bit_or, op_bit_xor, op_count
+};
+
+template <class T>
+__global__ void model_kernel(symm::array_ref<T> slots, int target, int me, const int* ops, const T* operands,
+                             const T* expected_for_cas, const int* orders, int steps, T* results, unsigned* errors) {
+  auto r = symm::remote(slots, target)[static_cast<std::size_t>(me)];
+  const symm::array_ref<const T> read_only = slots;
+  auto cr = symm::remote(read_only, target)[static_cast<std::size_t>(me)];
+  for (int i = 0; i < steps; ++i) {
+    const T v = operands[i];
+    const auto order = static_cast<cuda::memory_order>(orders[i]);
+    T out{};
+    switch (ops[i]) {
+      case op_load: out = (i & 1) ? r.load() : cr.load(cuda::memory_order_acquire); break;
+      case op_store: r.store(v, cuda::memory_order_release); break;
+      case op_exchange: out = r.exchange(v, order); break;
+      case op_cas_hit:
+      case op_cas_miss: {
+        T expected = expected_for_cas[i];
+        bool stored = r.compare_exchange(expected, v, order);
+        if (stored != (ops[i] == op_cas_hit)) atomicAdd(errors, 1u);
+        out = expected;
+        break;
+      }
+      case op_fetch_add: out = r.fetch_add(v, order); break;
+      case op_fetch_sub: out = r.fetch_sub(v, order); break;
+      case op_add: r.add(v, order); break;
+      case op_sub: r.sub(v, order); break;
+      default:
+        if constexpr (symm::atomic_integer<T>) {
+          switch (ops[i]) {
+            case op_fetch_and: out = r.fetch_and(v, order); break;
+            case op_fetch_or: out = r.fetch_or(v, order); break;
+            case op_fetch_xor: out = r.fetch_xor(v, order); break;
+            case op_fetch_min: out = r.fetch_min(v, order); break;
+            case op_fetch_max: out = r.fetch_max(v, order); break;
+            case op_bit_and: r.bit_and(v, order); break;
+            case op_bit_or: r.bit_or(v, order); break;
+            case op_bit_xor: r.bit_xor(v, order); break;
+          }
+        }
+    }
+    results[i] = out;
+  }
+  results[steps] = r.load();
+}
+
+template <class T> void device_model(symm::world& world) {
+  constexpr bool integer = symm::atomic_integer<T>;
+  const int me = world.my_pe(), n = world.n_pes(), target = (me + 1) % n;
+  symm::array<T> slots(world, static_cast<std::size_t>(n));
+  world.barrier();
+  std::mt19937_64 rng(symm_test::seed() ^ (static_cast<std::uint64_t>(me) << 20) ^ sizeof(T) ^ (integer ? 0 : 99));
+  auto random_value = [&] {
+    if constexpr (integer) return static_cast<T>(rng());
+    else return static_cast<T>(std::uniform_real_distribution<double>(-1e6, 1e6)(rng));
+  };
+  auto wrap = [](auto f, T a, T b) {
+    if constexpr (integer) {
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(f(static_cast<U>(a), static_cast<U>(b)));
+    } else {
+      return static_cast<T>(f(a, b));
+    }
+  };
+  const int steps = 2000, kinds = integer ? op_count : op_fetch_and;
+  std::vector<int> ops(steps), orders(steps);
+  std::vector<T> operands(steps), cas_expected(steps), expected(steps + 1);
+  const int rmw_orders[] = {static_cast<int>(cuda::memory_order_relaxed), static_cast<int>(cuda::memory_order_acquire),
+                            static_cast<int>(cuda::memory_order_release), static_cast<int>(cuda::memory_order_acq_rel),
+                            static_cast<int>(cuda::memory_order_seq_cst)};
+  T model = random_value();
+  ops[0] = op_store; // start from a known value
+  operands[0] = model;
+  orders[0] = rmw_orders[4];
+  for (int i = 1; i < steps; ++i) {
+    int op = static_cast<int>(rng() % static_cast<unsigned>(kinds));
+    T v = random_value();
+    ops[i] = op;
+    operands[i] = v;
+    orders[i] = rmw_orders[rng() % 5];
+    cas_expected[i] = op == op_cas_hit ? model : (model == T(7) ? T(8) : T(7));
+    expected[i] = (op == op_store || op == op_add || op == op_sub || op == op_bit_and || op == op_bit_or ||
+                   op == op_bit_xor)
+                      ? T{}
+                      : model;
+    switch (op) {
+      case op_store: case op_exchange: case op_cas_hit: model = v; break;
+      case op_fetch_add: case op_add: model = wrap(std::plus<>{}, model, v); break;
+      case op_fetch_sub: case op_sub: model = wrap(std::minus<>{}, model, v); break;
+      default:
+        if constexpr (integer) {
+          switch (op) {
+            case op_fetch_and: case op_bit_and: model = model & v; break;
+            case op_fetch_or: case op_bit_or: model = model | v; break;
+            case op_fetch_xor: case op_bit_xor: model = model ^ v; break;
+            case op_fetch_min: model = std::min(model, v); break;
+            case op_fetch_max: model = std::max(model, v); break;
+          }
+        }
+    }
+  }
+  expected[steps] = model;
+  int* d_ops = symm_gpu_test::device_copy_of(ops);
+  int* d_orders = symm_gpu_test::device_copy_of(orders);
+  T* d_operands = symm_gpu_test::device_copy_of(operands);
+  T* d_cas = symm_gpu_test::device_copy_of(cas_expected);
+  T* d_results = nullptr;
+  GPU_CHECK(cudaMalloc(&d_results, (steps + 1) * sizeof(T)));
+  GPU_CHECK(cudaStreamSynchronize(nullptr)); // the copies above ran on the legacy stream, which ours does not wait for
+  pe_stream s;
+  error_counter errors(s.stream);
+  model_kernel<T><<<1, 1, 0, s.stream>>>(slots, target, me, d_ops, d_operands, d_cas, d_orders, steps, d_results,
+                                         errors.count);
+  GPU_CHECK(cudaGetLastError());
+  GPU_CHECK(cudaStreamSynchronize(s.stream));
+  auto results = symm_gpu_test::host_copy_of(d_results, steps + 1);
+  PE_REQUIRE_EQ(errors.read(), 0u);
+  for (int i = 0; i <= steps; ++i) {
+    if (std::memcmp(&results[i], &expected[i], sizeof(T)) != 0) {
+      throw std::runtime_error(fmt::format("PE {}: step {} (op {}): the device returned {}, the model {}", me, i,
+                                           i < steps ? ops[i] : -1, results[i], expected[i]));
+    }
+  }
+  for (void* p : {static_cast<void*>(d_ops), static_cast<void*>(d_orders), static_cast<void*>(d_operands),
+                  static_cast<void*>(d_cas), static_cast<void*>(d_results)}) {
+    GPU_CHECK(cudaFree(p));
+  }
+  world.barrier();
+}
+
+// ---- host-side put_signal on the CUDA backend; a device consumer ----------------------------------------------------
+
+__global__ void stream_consumer_kernel(symm::array_ref<std::uint32_t> regions, symm::signal_ref ready,
+                                       std::uint64_t seed, int left, int rounds, std::size_t region,
+                                       unsigned* errors) {
+  auto block = cg::this_thread_block();
+  for (int r = 1; r <= rounds; ++r) {
+    if (block.thread_rank() == 0) (void)symm::signal_wait_until(ready, symm::cmp::ge, static_cast<std::uint64_t>(r));
+    block.sync();
+    const std::size_t size = message_size(seed, left, static_cast<std::uint64_t>(r), region);
+    const std::uint32_t* mine = regions.local().data() + static_cast<std::size_t>(r - 1) * region;
+    for (std::size_t i = block.thread_rank(); i < size; i += block.num_threads()) {
+      std::size_t j = size - 1 - i;
+      if (mine[j] != payload(seed, left, static_cast<std::uint64_t>(r), j)) atomicAdd(errors, 1u);
+    }
+  }
+}
+
+} // namespace
+
+TEST_CASE("device fetch_add from every thread of every PE: the counter ends exact, each old value once",
+          "[gpu][atomics]") {
+  CAPTURE(symm_test::seed());
+  for (int n : {2, 4, 8}) {
+    CAPTURE(n);
+    REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(n, [](symm::world& world) {
+      const int me = world.my_pe(), n_pes = world.n_pes();
+      constexpr unsigned total = 1u << 20, blocks = 32, threads = 256;
+      const unsigned per_pe = total / static_cast<unsigned>(n_pes), per_thread = per_pe / (blocks * threads);
+      symm::scalar<unsigned long long> counter(world);
+      symm::scalar<unsigned> spread(world);
+      symm::array<std::uint32_t> olds(world, per_pe), all(world, total);
+      pe_stream s;
+      zero(s.stream, &counter.local());
+      zero(s.stream, &spread.local());
+      GPU_CHECK(cudaStreamSynchronize(s.stream));
+      world.barrier();
+      count_kernel<<<blocks, threads, 0, s.stream>>>(counter, spread, olds, n_pes, per_thread);
+      GPU_CHECK(cudaGetLastError());
+      GPU_CHECK(cudaStreamSynchronize(s.stream));
+      auto mine = symm_gpu_test::local_to_host(olds);
+      symm::remote(all, 0).subspan(static_cast<std::size_t>(me) * per_pe, per_pe) = mine; // gather on PE 0
+      world.barrier();
+      PE_REQUIRE_EQ(symm::remote(counter, 0).get(), static_cast<unsigned long long>(total));
+      PE_REQUIRE_EQ(symm::remote(spread, me).get(), per_pe); // each PE got an equal share of the adds
+      if (me == 0) {
+        auto every = symm_gpu_test::local_to_host(all);
+        std::sort(every.begin(), every.end());
+        for (unsigned i = 0; i < total; ++i) {
+          if (every[i] != i) PE_REQUIRE_EQ(every[i], i); // none lost, none twice
+        }
+      }
+      world.barrier();
+    }));
+  }
+}
+
+TEST_CASE("a compare_exchange lock in device code guards a non-atomic read-modify-write", "[gpu][atomics]") {
+  for (int n : {2, 4, 8}) {
+    CAPTURE(n);
+    REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(n, [](symm::world& world) {
+      const int me = world.my_pe(), n_pes = world.n_pes();
+      constexpr int blocks = 4, iterations = 100;
+      symm::scalar<int> lock(world);
+      symm::scalar<long long> shared(world);
+      pe_stream s;
+      error_counter errors(s.stream);
+      zero(s.stream, &lock.local());
+      zero(s.stream, &shared.local());
+      GPU_CHECK(cudaStreamSynchronize(s.stream));
+      world.barrier();
+      lock_kernel<<<blocks, 32, 0, s.stream>>>(lock, shared, me, iterations, errors.count);
+      GPU_CHECK(cudaGetLastError());
+      GPU_CHECK(cudaStreamSynchronize(s.stream));
+      PE_REQUIRE_EQ(errors.read(), 0u);
+      world.barrier();
+      PE_REQUIRE_EQ(symm::remote(shared, 0).get(), static_cast<long long>(n_pes) * blocks * iterations);
+      world.barrier();
+    }));
+  }
+}
+
+TEST_CASE("device put_signal pipeline: the consumer block checks every element after signal_wait_until",
+          "[gpu][signal]") {
+  CAPTURE(symm_test::seed());
+  for (int n : {2, 4, 8}) {
+    CAPTURE(n);
+    REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(n, [](symm::world& world) {
+      const std::size_t max = std::size_t{1} << 16;
+      symm::array<std::uint32_t> buf(world, max), src(world, max);
+      symm::signal ready(world);
+      symm::scalar<unsigned long long> ack(world);
+      pe_stream s;
+      error_counter errors(s.stream);
+      zero(s.stream, &ack.local());
+      GPU_CHECK(cudaStreamSynchronize(s.stream));
+      world.barrier();
+      pipeline_args args{buf, src, ready, ack, symm_test::seed(), 64, world.my_pe(), world.n_pes(), errors.count};
+      pipeline_kernel<<<2, 256, 0, s.stream>>>(args);
+      GPU_CHECK(cudaGetLastError());
+      GPU_CHECK(cudaStreamSynchronize(s.stream));
+      PE_REQUIRE_EQ(errors.read(), 0u);
+      world.barrier();
+    }));
+  }
+}
+
+TEST_CASE("device wait_until: a token ring on 4- and 8-byte words, and the span forms", "[gpu][wait]") {
+  for (int n : {2, 4, 8}) {
+    CAPTURE(n);
+    REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(n, [](symm::world& world) {
+      const int me = world.my_pe(), n_pes = world.n_pes();
+      symm::scalar<int> token(world);
+      symm::scalar<unsigned long long> token64(world);
+      symm::array<unsigned long long> slots(world, static_cast<std::size_t>(n_pes));
+      symm::array<std::int32_t> flags32(world, static_cast<std::size_t>(n_pes));
+      pe_stream s;
+      error_counter errors(s.stream);
+      zero(s.stream, &token.local());
+      zero(s.stream, &token64.local());
+      zero(s.stream, slots.local().data(), slots.size());
+      zero(s.stream, flags32.local().data(), flags32.size());
+      GPU_CHECK(cudaStreamSynchronize(s.stream));
+      world.barrier();
+      ring_kernel<<<1, 32, 0, s.stream>>>(token, token64, me, n_pes, 100, errors.count);
+      GPU_CHECK(cudaGetLastError());
+      GPU_CHECK(cudaStreamSynchronize(s.stream));
+      PE_REQUIRE_EQ(errors.read(), 0u);
+      world.barrier();
+      span_wait_kernel<<<1, 32, 0, s.stream>>>(slots, flags32, me, n_pes, 50, errors.count);
+      GPU_CHECK(cudaGetLastError());
+      GPU_CHECK(cudaStreamSynchronize(s.stream));
+      PE_REQUIRE_EQ(errors.read(), 0u);
+      world.barrier();
+    }));
+  }
+}
+
+TEST_CASE("device atomics of every type match a sequential model", "[gpu][atomics]") {
+  CAPTURE(symm_test::seed());
+  REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(3, [](symm::world& world) {
+    device_model<std::int32_t>(world);
+    device_model<unsigned long long>(world);
+    device_model<float>(world);
+    device_model<double>(world);
+  }));
+}
+
+TEST_CASE("host code on the CUDA backend: put_signal on a stream; atomics and waits say to use device code",
+          "[gpu][signal][host]") {
+  CAPTURE(symm_test::seed());
+  REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(4, [](symm::world& world) {
+    const int me = world.my_pe(), n = world.n_pes();
+    const int right = (me + 1) % n, left = (me + n - 1) % n;
+    constexpr int rounds = 30;
+    constexpr std::size_t region = 4096;
+    symm::array<std::uint32_t> regions(world, rounds * region);
+    symm::signal ready(world);
+    symm::scalar<int> flag(world);
+    pe_stream consumer, producer;
+    error_counter errors(consumer.stream);
+    stream_consumer_kernel<<<1, 256, 0, consumer.stream>>>(regions, ready, symm_test::seed(), left, rounds, region,
+                                                           errors.count);
+    GPU_CHECK(cudaGetLastError());
+    for (int r = 1; r <= rounds; ++r) {
+      const auto round = static_cast<std::uint64_t>(r);
+      const std::size_t size = message_size(symm_test::seed(), me, round, region);
+      std::vector<std::uint32_t> data(size);
+      for (std::size_t i = 0; i < size; ++i) data[i] = payload(symm_test::seed(), me, round, i);
+      auto dst = symm::remote(regions, right).subspan(static_cast<std::size_t>(r - 1) * region, size);
+      // Each round completes before the next starts, so the signal values arrive in order whatever the stream.
+      if (r % 3 == 0) {
+        symm::put_signal(dst, data, symm::remote(ready, right), round, symm::signal_op::set);
+      } else if (r % 3 == 1) {
+        auto f = symm::put_signal_nbi(dst, data, symm::remote(ready, right), round, symm::signal_op::set);
+        f.wait();
+      } else {
+        auto f = symm::put_signal(producer.stream, dst, data, symm::remote(ready, right), round, symm::signal_op::set);
+        f.wait();
+      }
+    }
+    GPU_CHECK(cudaStreamSynchronize(consumer.stream));
+    PE_REQUIRE_EQ(errors.read(), 0u);
+    world.barrier();
+    // What host code cannot do on this backend says so, and what to do instead.
+    std::vector<std::uint32_t> one(1, 7);
+    PE_REQUIRE_ERROR(symm::put_signal(symm::remote(regions, right).first(1), one, symm::remote(ready, right), 1,
+                                      symm::signal_op::add),
+                     symm::errc::unsupported, "signal_op::add", "device code");
+    PE_REQUIRE_ERROR((void)symm::remote(flag, right).fetch_add(1), symm::errc::unsupported, "fetch_add",
+                     "device code");
+    PE_REQUIRE_ERROR(symm::remote(flag, right).store(1), symm::errc::unsupported, "store");
+    PE_REQUIRE_ERROR((void)symm::remote(flag, right).load(), symm::errc::unsupported, "load");
+    PE_REQUIRE_ERROR((void)symm::signal_fetch(ready), symm::errc::unsupported, "signal_fetch");
+    PE_REQUIRE_ERROR((void)symm::signal_wait_until(ready, symm::cmp::ge, 1), symm::errc::unsupported,
+                     "signal_wait_until");
+    PE_REQUIRE_ERROR((void)symm::wait_until(flag, symm::cmp::eq, 1), symm::errc::unsupported, "wait_until",
+                     "GPU memory");
+    int* plain_device = nullptr;
+    GPU_CHECK(cudaMalloc(&plain_device, sizeof(int)));
+    PE_REQUIRE_ERROR((void)symm::test(plain_device, symm::cmp::eq, 1), symm::errc::unsupported, "symm::test");
+    GPU_CHECK(cudaFree(plain_device));
+    // Host memory a kernel could write is fine to wait on from the host.
+    int host_word = 3;
+    PE_REQUIRE_EQ(symm::wait_until(host_word, symm::cmp::ge, 3), 3);
+    world.barrier();
+  }));
+}
