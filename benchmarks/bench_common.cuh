@@ -19,10 +19,17 @@
 #pragma once
 
 #if !defined(__CUDACC__)
-#error "bench_common.cuh is CUDA code: compile it with nvcc"
+#  error "bench_common.cuh is CUDA code: compile it with nvcc"
 #endif
 
 #include <cuda_runtime.h>
+
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -39,22 +46,15 @@
 #include <utility>
 #include <vector>
 
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
-
 namespace bench {
 
-inline constexpr int exit_skip = 77;  // the automake / meson "skipped" exit status
+inline constexpr int exit_skip = 77; // the automake / meson "skipped" exit status
 inline constexpr std::size_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
 
 // ---- messages and checks ------------------------------------------------------------------------------------------
-inline int g_pe = -1;          // this process's PE, for messages (-1 before the fork)
-inline pid_t g_child = 0;      // PE 0 only: the child's pid, killed by the watchdog
-inline char g_step[160] = "start-up";  // what the process is doing, named by the watchdog
+inline int g_pe = -1;                 // this process's PE, for messages (-1 before the fork)
+inline pid_t g_child = 0;             // PE 0 only: the child's pid, killed by the watchdog
+inline char g_step[160] = "start-up"; // what the process is doing, named by the watchdog
 
 [[noreturn]] inline void die(int code, const char* fmt, ...) {
   std::fflush(stdout);
@@ -93,9 +93,12 @@ inline std::size_t parse_size(const char* s) {
   double v = std::strtod(s, &end);
   if (end == s || v < 0) return 0;
   switch (*end) {
-    case 'k': case 'K': v *= double(KiB); break;
-    case 'm': case 'M': v *= double(MiB); break;
-    case 'g': case 'G': v *= double(GiB); break;
+    case 'k':
+    case 'K': v *= double(KiB); break;
+    case 'm':
+    case 'M': v *= double(MiB); break;
+    case 'g':
+    case 'G': v *= double(GiB); break;
     case '\0': break;
     default: return 0;
   }
@@ -104,14 +107,14 @@ inline std::size_t parse_size(const char* s) {
 
 struct options {
   std::size_t min_bytes = 8;
-  std::size_t max_bytes = 256 * MiB;      // sweep end for block / stream scopes
-  std::size_t small_max_bytes = 1 * MiB;  // sweep end for warp / thread scopes (one warp or thread copies it all)
-  int reps = 7;                           // timed repetitions per point (median, min, p90 over these)
-  double target_ms = 2.0;                 // calibrated length of one timed launch, bandwidth points
-  double lat_target_ms = 5.0;             // same for latency points (longer: launch skew of two-sided points)
+  std::size_t max_bytes = 256 * MiB;     // sweep end for block / stream scopes
+  std::size_t small_max_bytes = 1 * MiB; // sweep end for warp / thread scopes (one warp or thread copies it all)
+  int reps = 7;                          // timed repetitions per point (median, min, p90 over these)
+  double target_ms = 2.0;                // calibrated length of one timed launch, bandwidth points
+  double lat_target_ms = 5.0;            // same for latency points (longer: launch skew of two-sided points)
   long long max_iters = 1 << 20;
-  int timeout_s = 150;                    // watchdog: a process still running after this exits with 124
-  std::string filter;                     // comma-separated substrings of "benchmark/scope"; empty: all
+  int timeout_s = 150; // watchdog: a process still running after this exits with 124
+  std::string filter;  // comma-separated substrings of "benchmark/scope"; empty: all
 
   // Whether the point "benchmark/scope" is selected by the filter.
   bool wants(std::string_view benchmark, std::string_view scope) const {
@@ -162,8 +165,9 @@ inline options parse_options(int argc, char** argv) {
   };
   const std::pair<const char*, const char*> env[] = {
       {"BENCH_MAX_BYTES", "max-bytes"}, {"BENCH_SMALL_MAX_BYTES", "small-max-bytes"},
-      {"BENCH_MIN_BYTES", "min-bytes"}, {"BENCH_REPS", "reps"}, {"BENCH_TARGET_MS", "target-ms"},
-      {"BENCH_LAT_TARGET_MS", "lat-target-ms"}, {"BENCH_MAX_ITERS", "max-iters"}, {"BENCH_TIMEOUT_S", "timeout"},
+      {"BENCH_MIN_BYTES", "min-bytes"}, {"BENCH_REPS", "reps"},
+      {"BENCH_TARGET_MS", "target-ms"}, {"BENCH_LAT_TARGET_MS", "lat-target-ms"},
+      {"BENCH_MAX_ITERS", "max-iters"}, {"BENCH_TIMEOUT_S", "timeout"},
       {"BENCH_FILTER", "filter"}};
   for (auto [var, key] : env)
     if (const char* v = std::getenv(var); v && *v) apply(key, v);
@@ -192,14 +196,16 @@ inline options parse_options(int argc, char** argv) {
 inline std::vector<std::size_t> sweep(std::size_t lo, std::size_t hi) {
   std::vector<std::size_t> v;
   std::size_t s = 1;
-  while (s < lo) s <<= 1;
-  for (; s <= hi; s <<= 1) v.push_back(s);
+  while (s < lo)
+    s <<= 1;
+  for (; s <= hi; s <<= 1)
+    v.push_back(s);
   return v;
 }
 
 // ---- two processes over a socketpair ------------------------------------------------------------------------------
 class pe_link {
- public:
+public:
   pe_link() = default;
   pe_link(int pe, int fd) : pe_(pe), fd_(fd) {}
   pe_link(const pe_link&) = delete;
@@ -259,7 +265,7 @@ class pe_link {
   }
   void barrier() {
     char c = 0;
-    (void)exchange(c);
+    (void) exchange(c);
   }
   // File descriptors (SCM_RIGHTS), for VMM heaps exported as POSIX fds.
   void send_fd(int fd) {
@@ -311,7 +317,7 @@ class pe_link {
     return rc != 0 ? rc : child_rc;
   }
 
- private:
+private:
   int pe_ = -1;
   int fd_ = -1;
 };
@@ -326,7 +332,7 @@ inline pe_link spawn_pes() {
   if (pid < 0) die(3, "fork: %s", std::strerror(errno));
   if (pid == 0) {
     ::close(sv[0]);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // PE 0 gone (crash, watchdog): PE 1 goes too, never lingers on the GPU
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL); // PE 0 gone (crash, watchdog): PE 1 goes too, never lingers on the GPU
     g_pe = 1;
     return pe_link(1, sv[1]);
   }
@@ -352,10 +358,9 @@ inline int probe_device_count() {
       _exit(0);
     }
     if (e != cudaSuccess) {
-      std::fprintf(stderr, "error: cudaGetDeviceCount failed: %s (%s)%s\n", cudaGetErrorName(e),
-                   cudaGetErrorString(e),
-                   std::getenv("CUDA_MPS_PIPE_DIRECTORY") ? " -- is the MPS daemon of CUDA_MPS_PIPE_DIRECTORY running?"
-                                                          : "");
+      std::fprintf(
+          stderr, "error: cudaGetDeviceCount failed: %s (%s)%s\n", cudaGetErrorName(e), cudaGetErrorString(e),
+          std::getenv("CUDA_MPS_PIPE_DIRECTORY") ? " -- is the MPS daemon of CUDA_MPS_PIPE_DIRECTORY running?" : "");
       _exit(200);
     }
     _exit(std::min(n, 199));
@@ -372,7 +377,7 @@ inline int probe_device_count() {
 extern "C" inline void watchdog_handler(int) {
   char msg[300];
   int n = std::snprintf(msg, sizeof msg, "[pe %d] TIMEOUT: watchdog fired during: %s\n", g_pe, g_step);
-  if (n > 0) (void)!::write(2, msg, std::size_t(std::min(n, int(sizeof msg) - 1)));
+  if (n > 0) (void) !::write(2, msg, std::size_t(std::min(n, int(sizeof msg) - 1)));
   if (g_child > 0) ::kill(g_child, SIGKILL);
   _exit(124);
 }
@@ -385,19 +390,18 @@ struct context {
   int pe = -1;
   int device = 0;
   int device_count = 0;
-  int sm_count = 0;  // of PE 0's device (broadcast, so both PEs build the same launch configurations)
+  int sm_count = 0; // of PE 0's device (broadcast, so both PEs build the same launch configurations)
   std::string device_name;
   cudaStream_t stream = nullptr;
-  int rc = 0;  // becomes non-zero on a failed verification; main returns finish()
+  int rc = 0; // becomes non-zero on a failed verification; main returns finish()
 
   // One CSV row (PE 0 only). `bandwidth`: gbps = bytes / median; otherwise gbps is 0.
   void row(std::string_view benchmark, std::string_view scope, std::size_t bytes, long long iters, double median_us,
            double min_us, double p90_us, bool bandwidth) const {
     if (pe != 0) return;
     double gbps = bandwidth && median_us > 0 ? double(bytes) / (median_us * 1e3) : 0.0;
-    std::printf("%s,%.*s,%.*s,%d,%zu,%lld,%.4f,%.4f,%.4f,%.4f\n", impl.c_str(), int(benchmark.size()),
-                benchmark.data(), int(scope.size()), scope.data(), link.npes(), bytes, iters, median_us, min_us,
-                p90_us, gbps);
+    std::printf("%s,%.*s,%.*s,%d,%zu,%lld,%.4f,%.4f,%.4f,%.4f\n", impl.c_str(), int(benchmark.size()), benchmark.data(),
+                int(scope.size()), scope.data(), link.npes(), bytes, iters, median_us, min_us, p90_us, gbps);
     std::fflush(stdout);
   }
   // Informational line on stderr, PE 0 only (stdout stays pure CSV).
@@ -438,7 +442,7 @@ inline context start(int argc, char** argv, const char* impl) {
   c.link = spawn_pes();
   c.pe = c.link.pe();
   std::signal(SIGALRM, watchdog_handler);
-  alarm(unsigned(c.opt.timeout_s));  // after the fork: pending alarms are not inherited
+  alarm(unsigned(c.opt.timeout_s)); // after the fork: pending alarms are not inherited
   c.device_count = ndev;
   c.device = c.pe % ndev;
   set_step("cudaSetDevice(%d)", c.device);
@@ -450,8 +454,8 @@ inline context start(int argc, char** argv, const char* impl) {
   BENCH_CUDA(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
   int peer_dev = c.link.exchange(c.device);
   const char* mps = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
-  c.note("%d device(s); PE 0 on device %d (%s, %d SMs, cc %d.%d), PE 1 on device %d; MPS pipe dir: %s", ndev,
-         c.device, prop.name, prop.multiProcessorCount, prop.major, prop.minor, peer_dev,
+  c.note("%d device(s); PE 0 on device %d (%s, %d SMs, cc %d.%d), PE 1 on device %d; MPS pipe dir: %s", ndev, c.device,
+         prop.name, prop.multiProcessorCount, prop.major, prop.minor, peer_dev,
          mps ? mps : "(unset: default /tmp/nvidia-mps if a daemon runs)");
   return c;
 }
@@ -478,7 +482,7 @@ struct measurement {
 };
 
 class event_pair {
- public:
+public:
   event_pair() {
     BENCH_CUDA(cudaEventCreate(&a_));
     BENCH_CUDA(cudaEventCreate(&b_));
@@ -524,12 +528,14 @@ class event_pair {
       clock_gettime(CLOCK_MONOTONIC, &now);
       double waited = double(now.tv_sec - t0.tv_sec) + 1e-9 * double(now.tv_nsec - t0.tv_nsec);
       if (waited > launch_timeout_s)
-        die(124, "a timed launch has not finished after %.0f s: a kernel waits for a peer that does not run "
-            "(two PEs on one GPU need MPS) [during: %s]", launch_timeout_s, g_step);
+        die(124,
+            "a timed launch has not finished after %.0f s: a kernel waits for a peer that does not run "
+            "(two PEs on one GPU need MPS) [during: %s]",
+            launch_timeout_s, g_step);
     }
   }
 
- private:
+private:
   cudaEvent_t a_{}, b_{};
 };
 
@@ -548,7 +554,7 @@ measurement measure(Launch&& launch, cudaStream_t s, const options& opt, double 
     return ev.time([&] { launch(n); }, s);
   };
   if (iters <= 0) {
-    run(1);  // first launch of the kernel: lazy module loading must not enter the calibration
+    run(1); // first launch of the kernel: lazy module loading must not enter the calibration
     long long n = 1;
     for (;;) {
       double ms = std::max(run(n), 1e-4);
@@ -566,7 +572,7 @@ measurement measure(Launch&& launch, cudaStream_t s, const options& opt, double 
       n = next;
     }
   }
-  double warm_ms = run(iters);  // warm-up
+  double warm_ms = run(iters); // warm-up
   // A point whose single iteration already takes 5x the target (one thread copying a MiB) gets 3 repetitions: the
   // whole suite must fit in a few minutes. PE 0 decides for both.
   int reps = opt.reps;
@@ -575,7 +581,8 @@ measurement measure(Launch&& launch, cudaStream_t s, const options& opt, double 
   if (slow) reps = std::min(reps, 3);
   std::vector<double> us;
   us.reserve(std::size_t(reps));
-  for (int r = 0; r < reps; ++r) us.push_back(run(iters) * 1e3 / double(iters));
+  for (int r = 0; r < reps; ++r)
+    us.push_back(run(iters) * 1e3 / double(iters));
   return {iters, summarize(std::move(us))};
 }
 
@@ -590,8 +597,8 @@ __global__ void fill_pattern_kernel(std::uint32_t* p, std::size_t nwords, std::u
     p[i] = pattern_word(i, seed);
 }
 
-__global__ void count_mismatch_kernel(const std::uint32_t* p, std::size_t nwords, std::uint32_t seed,
-                                      unsigned long long* bad) {
+__global__ void
+count_mismatch_kernel(const std::uint32_t* p, std::size_t nwords, std::uint32_t seed, unsigned long long* bad) {
   unsigned long long mine = 0;
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < nwords;
        i += std::size_t(gridDim.x) * blockDim.x)
@@ -608,7 +615,7 @@ inline void fill_pattern(void* p, std::size_t bytes, std::uint32_t seed, cudaStr
 
 // Number of 4-byte words of the first `bytes` of `p` that differ from the pattern of `seed` (checked on the GPU).
 inline unsigned long long count_mismatches(const void* p, std::size_t bytes, std::uint32_t seed, cudaStream_t s) {
-  static unsigned long long* bad = nullptr;  // one per process, never freed (lives as long as the context)
+  static unsigned long long* bad = nullptr; // one per process, never freed (lives as long as the context)
   if (!bad) BENCH_CUDA(cudaMalloc(&bad, sizeof *bad));
   BENCH_CUDA(cudaMemsetAsync(bad, 0, sizeof *bad, s));
   std::size_t nwords = bytes / 4;
@@ -629,8 +636,8 @@ enum class direction { put, get };
 // measures, the owner checks the first `bytes` against the pattern of `seed`. Returns nothing (and sets c.rc)
 // when the check fails; PE 1 gets an empty measurement it must ignore.
 template <class Launch>
-std::optional<measurement> one_sided(context& c, direction d, void* local_target, std::size_t bytes,
-                                     std::uint32_t seed, double target_ms, Launch&& launch) {
+std::optional<measurement> one_sided(context& c, direction d, void* local_target, std::size_t bytes, std::uint32_t seed,
+                                     double target_ms, Launch&& launch) {
   int owner = d == direction::put ? 1 : 0;
   bool check = local_target != nullptr;
   if (check && c.pe == owner) {
@@ -663,7 +670,8 @@ struct block_shape {
 inline std::vector<block_shape> block_shapes(int sm_count) {
   std::vector<block_shape> v;
   for (int k : {1, 2, 4})
-    for (int t : {512, 1024}) v.push_back({k * sm_count, t});
+    for (int t : {512, 1024})
+      v.push_back({k * sm_count, t});
   return v;
 }
 // The largest block `kernel` can be launched with (registers): shapes above it are skipped, not failed.
@@ -697,4 +705,4 @@ __device__ inline unsigned long long globaltimer_ns() {
   return t;
 }
 
-}  // namespace bench
+} // namespace bench

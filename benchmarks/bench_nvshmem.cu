@@ -13,25 +13,26 @@
 //   NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1   full API with two PEs on one GPU under MPS
 //   NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=lo                 the UID bootstrap over loopback (both PEs on this host)
 //   NVSHMEM_SYMMETRIC_SIZE=2 x max-bytes + 256 MiB
-#include "bench_common.cuh"
-
 #include <nvshmem.h>
 #include <nvshmemx.h>
+
+#include "bench_common.cuh"
 
 namespace {
 
 using namespace bench;
 
-// ---- kernels ------------------------------------------------------------------------------------------------------------
+// ---- kernels
+// ------------------------------------------------------------------------------------------------------------
 enum scope_id : int { scope_block = 0, scope_warp = 1, scope_thread = 2 };
 
 // put_bw / get_bw: block b moves [b*chunk, (b+1)*chunk) `iters` times through the scope's call; one quiet at the end.
 template <bool Put, bool Nbi, int Scope>
-__global__ void __launch_bounds__(1024) nv_bulk(char* dst, const char* src, std::size_t bytes, std::size_t chunk,
-                                                int peer, long long iters) {
+__global__ void __launch_bounds__(1024)
+    nv_bulk(char* dst, const char* src, std::size_t bytes, std::size_t chunk, int peer, long long iters) {
   std::size_t off = blockIdx.x * chunk;
   std::size_t n = off < bytes ? std::min(chunk, bytes - off) : 0;
-  if (n != 0) {  // uniform across the block: the block- and warp-scoped calls need all their threads
+  if (n != 0) { // uniform across the block: the block- and warp-scoped calls need all their threads
     for (long long it = 0; it < iters; ++it) {
       if constexpr (Scope == scope_block) {
         if constexpr (Put && Nbi) nvshmemx_putmem_nbi_block(dst + off, src + off, n, peer);
@@ -81,20 +82,23 @@ __global__ void nv_p_lat(int* dst, int mask, int peer, long long iters) {
 // g_lat: dependent nvshmem_int_g (next address depends on the value; `mask` is 0 at run time).
 __global__ void nv_g_lat(const int* src, int mask, int peer, long long iters, int* sink) {
   int v = 0;
-  for (long long i = 0; i < iters; ++i) v = nvshmem_int_g(src + (v & mask), peer);
+  for (long long i = 0; i < iters; ++i)
+    v = nvshmem_int_g(src + (v & mask), peer);
   *sink = v;
 }
 
 __global__ void nv_atomic_lat(int* dst, int mask, int peer, long long iters, int* sink) {
   int old = 0;
-  for (long long i = 0; i < iters; ++i) old = nvshmem_int_atomic_fetch_add(dst + (old & mask), 1, peer);
+  for (long long i = 0; i < iters; ++i)
+    old = nvshmem_int_atomic_fetch_add(dst + (old & mask), 1, peer);
   *sink = old;
 }
 
 __global__ void nv_atomic_tput(int* dst, int peer, long long iters, int* sink) {
   unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
   int acc = 0;
-  for (long long i = 0; i < iters; ++i) acc += nvshmem_int_atomic_fetch_add(dst + tid, 1, peer);
+  for (long long i = 0; i < iters; ++i)
+    acc += nvshmem_int_atomic_fetch_add(dst + tid, 1, peer);
   sink[tid] = acc;
 }
 
@@ -114,8 +118,8 @@ __global__ void nv_pingpong(int* flag, int pe, int base, long long iters) {
 }
 
 // pingpong_signal: nvshmem_putmem_signal of 8 bytes (signal set) + nvshmem_signal_wait_until.
-__global__ void nv_pingpong_signal(std::uint64_t* sig, char* data, const char* src, int pe, std::uint64_t base,
-                                   long long iters) {
+__global__ void
+nv_pingpong_signal(std::uint64_t* sig, char* data, const char* src, int pe, std::uint64_t base, long long iters) {
   int peer = 1 - pe;
   for (long long i = 1; i <= iters; ++i) {
     std::uint64_t v = base + static_cast<std::uint64_t>(i);
@@ -133,7 +137,8 @@ __global__ void nv_barrier(long long iters) {
   }
 }
 
-// ---- set-up -----------------------------------------------------------------------------------------------------------
+// ---- set-up
+// -----------------------------------------------------------------------------------------------------------
 void set_env_default(const char* name, const std::string& value) {
   if (::setenv(name, value.c_str(), 0) != 0) die(3, "setenv %s: %s", name, std::strerror(errno));
 }
@@ -149,8 +154,8 @@ void init_nvshmem(context& c) {
   set_step("nvshmemx_init_attr");
   if (nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr) != 0) die(2, "nvshmemx_init_attr failed");
   if (nvshmem_my_pe() != c.pe || nvshmem_n_pes() != c.link.npes())
-    die(2, "NVSHMEM numbered this process PE %d of %d, the harness PE %d of %d", nvshmem_my_pe(), nvshmem_n_pes(),
-        c.pe, c.link.npes());
+    die(2, "NVSHMEM numbered this process PE %d of %d, the harness PE %d of %d", nvshmem_my_pe(), nvshmem_n_pes(), c.pe,
+        c.link.npes());
 }
 
 template <class T = char>
@@ -168,10 +173,10 @@ struct ctrl_layout {
 };
 
 struct buffers {
-  char* src;   // symmetric, max bytes, pattern of seed pe + 1
-  char* dst;   // symmetric, max bytes
-  char* ctrl;  // symmetric, flags and atomics
-  int* sink;   // local, sinks of the latency / throughput kernels
+  char* src;  // symmetric, max bytes, pattern of seed pe + 1
+  char* dst;  // symmetric, max bytes
+  char* ctrl; // symmetric, flags and atomics
+  int* sink;  // local, sinks of the latency / throughput kernels
 };
 
 void bulk(context& c, const buffers& b, direction d, const char* scope) {
@@ -196,21 +201,22 @@ void bulk(context& c, const buffers& b, direction d, const char* scope) {
                  put ? "nvshmemx_putmem_on_stream" : "nvshmemx_getmem_on_stream");
     } else {
       int sid = sc == "block" ? scope_block : sc == "warp" ? scope_warp : scope_thread;
-      std::vector<block_shape> shapes = sid == scope_block ? block_shapes(c.sm_count)
-                                        : sid == scope_warp ? std::vector<block_shape>{{1, 32}}
-                                                            : std::vector<block_shape>{{1, 1}};
+      std::vector<block_shape> shapes =
+          sid == scope_block  ? block_shapes(c.sm_count)
+          : sid == scope_warp ? std::vector<block_shape>{{1, 32}}
+                              : std::vector<block_shape>{{1, 1}};
       for (bool nbi : {false, true}) {
         bulk_fn k = bulk_kernel(put, nbi, sid);
         int max_threads = max_block_threads(reinterpret_cast<const void*>(k));
         for (block_shape s : shapes) {
           if (s.threads > max_threads) continue;
           std::size_t chunk = sid == scope_block ? chunk_bytes(bytes, s.grid) : bytes;
-          best.offer(one_sided(c, d, b.dst, bytes, seed, c.opt.target_ms,
-                               [&](long long n) {
-                                 k<<<s.grid, s.threads, 0, c.stream>>>(b.dst, b.src, bytes, chunk, peer, n);
-                               }),
-                     std::string(nbi ? "nbi " : "blocking ") + std::to_string(s.grid) + "x" +
-                         std::to_string(s.threads));
+          best.offer(
+              one_sided(c, d, b.dst, bytes, seed, c.opt.target_ms,
+                        [&](long long n) {
+                          k<<<s.grid, s.threads, 0, c.stream>>>(b.dst, b.src, bytes, chunk, peer, n);
+                        }),
+              std::string(nbi ? "nbi " : "blocking ") + std::to_string(s.grid) + "x" + std::to_string(s.threads));
         }
       }
     }
@@ -223,24 +229,26 @@ void bulk(context& c, const buffers& b, direction d, const char* scope) {
 }
 
 void latency_points(context& c, const buffers& b) {
-  auto emit = [&](const char* name, const char* scope, std::size_t bytes, const std::optional<measurement>& m,
-                  bool bw) {
-    if (m) c.row(name, scope, bytes, m->iters, m->st.median_us, m->st.min_us, m->st.p90_us, bw);
-  };
+  auto emit =
+      [&](const char* name, const char* scope, std::size_t bytes, const std::optional<measurement>& m, bool bw) {
+        if (m) c.row(name, scope, bytes, m->iters, m->st.median_us, m->st.min_us, m->st.p90_us, bw);
+      };
   int peer = 1 - c.pe;
   int* atomics = reinterpret_cast<int*>(b.ctrl + ctrl_layout::atomics);
   if (c.opt.wants("p_lat", "thread")) {
     set_step("nvshmem p_lat");
-    emit("p_lat", "thread", 4, one_sided(c, direction::put, nullptr, 4, 0, c.opt.lat_target_ms, [&](long long n) {
-           nv_p_lat<<<1, 1, 0, c.stream>>>(atomics, 0, peer, n);
-         }), false);
+    emit("p_lat", "thread", 4,
+         one_sided(c, direction::put, nullptr, 4, 0, c.opt.lat_target_ms,
+                   [&](long long n) { nv_p_lat<<<1, 1, 0, c.stream>>>(atomics, 0, peer, n); }),
+         false);
   }
   if (c.opt.wants("g_lat", "thread")) {
     set_step("nvshmem g_lat");
     const int* src = reinterpret_cast<const int*>(b.src);
-    emit("g_lat", "thread", 4, one_sided(c, direction::get, nullptr, 4, 0, c.opt.lat_target_ms, [&](long long n) {
-           nv_g_lat<<<1, 1, 0, c.stream>>>(src, 0, peer, n, b.sink);
-         }), false);
+    emit("g_lat", "thread", 4,
+         one_sided(c, direction::get, nullptr, 4, 0, c.opt.lat_target_ms,
+                   [&](long long n) { nv_g_lat<<<1, 1, 0, c.stream>>>(src, 0, peer, n, b.sink); }),
+         false);
   }
   if (c.opt.wants("atomic_fetch_add_lat", "thread")) {
     set_step("nvshmem atomic_fetch_add_lat");
@@ -318,7 +326,7 @@ void two_sided_points(context& c, const buffers& b) {
   }
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
   // Environment first: start() forks, and each PE initialises NVSHMEM from it.
@@ -344,7 +352,8 @@ int main(int argc, char** argv) {
   c.link.barrier();
 
   for (direction d : {direction::put, direction::get})
-    for (const char* scope : {"block", "warp", "thread", "stream"}) bulk(c, b, d, scope);
+    for (const char* scope : {"block", "warp", "thread", "stream"})
+      bulk(c, b, d, scope);
   latency_points(c, b);
   two_sided_points(c, b);
 

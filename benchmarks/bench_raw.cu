@@ -5,18 +5,18 @@
 // Heap exchange: the legacy cudaIpcGetMemHandle / cudaIpcOpenMemHandle by default. If opening fails on either PE
 // (some MPS or container set-ups), both fall back to a VMM allocation exported as a POSIX file descriptor and
 // passed with SCM_RIGHTS (what symm's CUDA backend does). BENCH_RAW_IPC=legacy|vmm forces one.
-#include "bench_common.cuh"
-
-#include <cuda.h>  // driver API types only: entry points come through cudaGetDriverEntryPointByVersion (no -lcuda)
+#include <cuda.h> // driver API types only: entry points come through cudaGetDriverEntryPointByVersion (no -lcuda)
 
 #include <cinttypes>
+
+#include "bench_common.cuh"
 
 namespace {
 
 using namespace bench;
 
 // ---- device-side primitives -----------------------------------------------------------------------------------------
-constexpr unsigned long long spin_timeout_ns = 10'000'000'000ull;  // a peer silent for 10 s: report, do not hang
+constexpr unsigned long long spin_timeout_ns = 10'000'000'000ull; // a peer silent for 10 s: report, do not hang
 
 __device__ __forceinline__ void st_relaxed_sys(int* p, int v) {
   asm volatile("st.relaxed.sys.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
@@ -62,8 +62,8 @@ __device__ __forceinline__ bool wait_geq(Load load, T v, int* err) {
 }
 
 // Copies `bytes` with 16-byte accesses (dst, src 16-byte aligned) by threads rank..count, 4 loads in flight each.
-__device__ __forceinline__ void copy_bytes(char* dst, const char* src, std::size_t bytes, unsigned rank,
-                                           unsigned count) {
+__device__ __forceinline__ void
+copy_bytes(char* dst, const char* src, std::size_t bytes, unsigned rank, unsigned count) {
   constexpr unsigned unroll = 4;
   std::size_t n16 = bytes / 16;
   auto* d = reinterpret_cast<int4*>(dst);
@@ -72,24 +72,28 @@ __device__ __forceinline__ void copy_bytes(char* dst, const char* src, std::size
   for (; i + (unroll - 1) * std::size_t(count) < n16; i += unroll * std::size_t(count)) {
     int4 v[unroll];
 #pragma unroll
-    for (unsigned u = 0; u < unroll; ++u) v[u] = s[i + u * std::size_t(count)];
+    for (unsigned u = 0; u < unroll; ++u)
+      v[u] = s[i + u * std::size_t(count)];
 #pragma unroll
-    for (unsigned u = 0; u < unroll; ++u) d[i + u * std::size_t(count)] = v[u];
+    for (unsigned u = 0; u < unroll; ++u)
+      d[i + u * std::size_t(count)] = v[u];
   }
-  for (; i < n16; i += count) d[i] = s[i];
-  for (std::size_t j = n16 * 16 + rank; j < bytes; j += count) dst[j] = src[j];
+  for (; i < n16; i += count)
+    d[i] = s[i];
+  for (std::size_t j = n16 * 16 + rank; j < bytes; j += count)
+    dst[j] = src[j];
 }
 
 // put_bw / get_bw, every scope: block b copies [b*chunk, (b+1)*chunk) with all its threads, `iters` times. Warp
 // scope is this kernel on <<<1, 32>>> with chunk = bytes, thread scope on <<<1, 1>>>.
-__global__ void __launch_bounds__(1024) raw_copy(char* dst, const char* src, std::size_t bytes, std::size_t chunk,
-                                                 long long iters) {
+__global__ void __launch_bounds__(1024)
+    raw_copy(char* dst, const char* src, std::size_t bytes, std::size_t chunk, long long iters) {
   std::size_t off = blockIdx.x * chunk;
   std::size_t n = off < bytes ? std::min(chunk, bytes - off) : 0;
   if (n != 0) {
     for (long long it = 0; it < iters; ++it) {
       copy_bytes(dst + off, src + off, n, threadIdx.x, blockDim.x);
-      asm volatile("" ::: "memory");  // keep every iteration: no merging of repeated identical copies
+      asm volatile("" ::: "memory"); // keep every iteration: no merging of repeated identical copies
     }
   }
   __threadfence_system();
@@ -108,14 +112,16 @@ __global__ void raw_p_lat(int* peer, int mask, long long iters) {
 // 0 at run time, unknown to the compiler).
 __global__ void raw_g_lat(const int* peer, int mask, long long iters, int* sink) {
   int v = 0;
-  for (long long i = 0; i < iters; ++i) v = *reinterpret_cast<const volatile int*>(peer + (v & mask));
+  for (long long i = 0; i < iters; ++i)
+    v = *reinterpret_cast<const volatile int*>(peer + (v & mask));
   *sink = v;
 }
 
 // atomic_fetch_add_lat: dependent fetch-adds on a peer word, one thread.
 __global__ void raw_atomic_lat(int* peer, int mask, long long iters, int* sink) {
   int old = 0;
-  for (long long i = 0; i < iters; ++i) old = atomicAdd_system(peer + (old & mask), 1);
+  for (long long i = 0; i < iters; ++i)
+    old = atomicAdd_system(peer + (old & mask), 1);
   *sink = old;
 }
 
@@ -123,7 +129,8 @@ __global__ void raw_atomic_lat(int* peer, int mask, long long iters, int* sink) 
 __global__ void raw_atomic_tput(int* peer, long long iters, int* sink) {
   unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
   int acc = 0;
-  for (long long i = 0; i < iters; ++i) acc += atomicAdd_system(peer + tid, 1);
+  for (long long i = 0; i < iters; ++i)
+    acc += atomicAdd_system(peer + tid, 1);
   sink[tid] = acc;
 }
 
@@ -143,9 +150,9 @@ __global__ void raw_pingpong(int* mine, int* theirs, int pe, int base, long long
 
 // pingpong_signal: an 8-byte payload store then a release store of a 64-bit signal (put + signal), answered the
 // same way; the waiting side acquires the signal.
-__global__ void raw_pingpong_signal(unsigned long long* my_sig, unsigned long long* their_sig,
-                                    unsigned long long* their_payload, int pe, unsigned long long base,
-                                    long long iters, int* err) {
+__global__ void
+raw_pingpong_signal(unsigned long long* my_sig, unsigned long long* their_sig, unsigned long long* their_payload,
+                    int pe, unsigned long long base, long long iters, int* err) {
   for (long long i = 1; i <= iters; ++i) {
     unsigned long long v = base + static_cast<unsigned long long>(i);
     if (pe != 0 && !wait_geq([&] { return ld_acquire_sys(my_sig); }, v, err)) return;
@@ -172,7 +179,8 @@ __global__ void raw_barrier(int* mine, int* theirs, int base, long long iters, i
   }
 }
 
-// ---- heap exchange ----------------------------------------------------------------------------------------------------
+// ---- heap exchange
+// ----------------------------------------------------------------------------------------------------
 #define BENCH_CU(call) check_cu((call), #call, __FILE__, __LINE__)
 void check_cu(CUresult r, const char* call, const char* file, int line) {
   if (r != CUDA_SUCCESS) die(2, "%s:%d: %s failed: CUresult %d [during: %s]", file, line, call, int(r), g_step);
@@ -188,13 +196,13 @@ F driver_entry(const char* name) {
 }
 
 struct vmm_api {
-  decltype(&cuMemGetAllocationGranularity) granularity = driver_entry<decltype(granularity)>(
-      "cuMemGetAllocationGranularity");
+  decltype(&cuMemGetAllocationGranularity) granularity = driver_entry<decltype(granularity)>("cuMemGetAllocationGranula"
+                                                                                             "rity");
   decltype(&cuMemCreate) create = driver_entry<decltype(create)>("cuMemCreate");
-  decltype(&cuMemExportToShareableHandle) export_handle = driver_entry<decltype(export_handle)>(
-      "cuMemExportToShareableHandle");
-  decltype(&cuMemImportFromShareableHandle) import_handle = driver_entry<decltype(import_handle)>(
-      "cuMemImportFromShareableHandle");
+  decltype(&cuMemExportToShareableHandle) export_handle = driver_entry<decltype(export_handle)>("cuMemExportToShareable"
+                                                                                                "Handle");
+  decltype(&cuMemImportFromShareableHandle) import_handle = driver_entry<decltype(import_handle)>("cuMemImportFromShare"
+                                                                                                  "ableHandle");
   decltype(&cuMemAddressReserve) reserve = driver_entry<decltype(reserve)>("cuMemAddressReserve");
   decltype(&cuMemMap) map = driver_entry<decltype(map)>("cuMemMap");
   decltype(&cuMemSetAccess) set_access = driver_entry<decltype(set_access)>("cuMemSetAccess");
@@ -219,7 +227,7 @@ bool open_legacy(context& c, heap& h) {
   cudaIpcMemHandle_t theirs = c.link.exchange(mine);
   void* p = nullptr;
   cudaError_t e = cudaIpcOpenMemHandle(&p, theirs, cudaIpcMemLazyEnablePeerAccess);
-  (void)cudaGetLastError();
+  (void) cudaGetLastError();
   bool ok = e == cudaSuccess;
   bool peer_ok = c.link.exchange(ok);
   if (ok && peer_ok) {
@@ -231,7 +239,7 @@ bool open_legacy(context& c, heap& h) {
     std::fprintf(stderr, "[pe %d] cudaIpcOpenMemHandle failed: %s (%s)\n", c.pe, cudaGetErrorName(e),
                  cudaGetErrorString(e));
   if (ok) BENCH_CUDA(cudaIpcCloseMemHandle(p));
-  c.link.barrier();  // nobody maps the other's buffer any more
+  c.link.barrier(); // nobody maps the other's buffer any more
   BENCH_CUDA(cudaFree(h.local));
   h.local = nullptr;
   return false;
@@ -293,7 +301,7 @@ void close_heap(context& c, heap& h) {
   c.link.barrier();
   if (!h.vmm) {
     BENCH_CUDA(cudaIpcCloseMemHandle(h.peer));
-    c.link.barrier();  // the peer has unmapped our buffer before we free it
+    c.link.barrier(); // the peer has unmapped our buffer before we free it
     BENCH_CUDA(cudaFree(h.local));
     return;
   }
@@ -307,16 +315,17 @@ void close_heap(context& c, heap& h) {
   BENCH_CU(api.release(h.local_h));
 }
 
-// ---- the points ------------------------------------------------------------------------------------------------------
-// Control region of each heap (after src and dst).
+// ---- the points
+// ------------------------------------------------------------------------------------------------------ Control region
+// of each heap (after src and dst).
 struct ctrl_layout {
   static constexpr std::size_t pp_flag = 0, bar_flag = 64, signal = 128, payload = 192, err = 256, sink = 320;
   static constexpr std::size_t atomics = 1 * MiB, atomics_bytes = 3 * MiB, sinks = 4 * MiB, bytes = 8 * MiB;
 };
 
 struct buffers {
-  char *src, *dst, *ctrl;     // local
-  char *psrc, *pdst, *pctrl;  // the peer's, through its mapping
+  char *src, *dst, *ctrl;    // local
+  char *psrc, *pdst, *pctrl; // the peer's, through its mapping
   template <class T>
   T* at(char* base, std::size_t off) const {
     return reinterpret_cast<T*>(base + off);
@@ -330,7 +339,7 @@ void bulk(context& c, const buffers& b, direction d, const char* scope) {
   bool small = sc == "warp" || sc == "thread";
   char* to = d == direction::put ? b.pdst : b.dst;
   const char* from = d == direction::put ? b.src : b.psrc;
-  std::uint32_t seed = d == direction::put ? 1u : 2u;  // PE k's src holds the pattern of seed k + 1
+  std::uint32_t seed = d == direction::put ? 1u : 2u; // PE k's src holds the pattern of seed k + 1
   for (std::size_t bytes : sweep(c.opt.min_bytes, small ? c.opt.small_max_bytes : c.opt.max_bytes)) {
     set_step("raw %s %s %zu bytes", name, scope, bytes);
     best_of best;
@@ -339,11 +348,10 @@ void bulk(context& c, const buffers& b, direction d, const char* scope) {
       for (block_shape s : block_shapes(c.sm_count)) {
         if (s.threads > max_threads) continue;
         std::size_t chunk = chunk_bytes(bytes, s.grid);
-        best.offer(one_sided(c, d, b.dst, bytes, seed, c.opt.target_ms,
-                             [&](long long n) {
-                               raw_copy<<<s.grid, s.threads, 0, c.stream>>>(to, from, bytes, chunk, n);
-                             }),
-                   std::to_string(s.grid) + "x" + std::to_string(s.threads));
+        best.offer(
+            one_sided(c, d, b.dst, bytes, seed, c.opt.target_ms,
+                      [&](long long n) { raw_copy<<<s.grid, s.threads, 0, c.stream>>>(to, from, bytes, chunk, n); }),
+            std::to_string(s.grid) + "x" + std::to_string(s.threads));
       }
     } else if (sc == "stream") {
       best.offer(one_sided(c, d, b.dst, bytes, seed, c.opt.target_ms,
@@ -367,24 +375,26 @@ void bulk(context& c, const buffers& b, direction d, const char* scope) {
 }
 
 void latency_points(context& c, const buffers& b) {
-  auto emit = [&](const char* name, const char* scope, std::size_t bytes, const std::optional<measurement>& m,
-                  bool bw) {
-    if (m) c.row(name, scope, bytes, m->iters, m->st.median_us, m->st.min_us, m->st.p90_us, bw);
-  };
+  auto emit =
+      [&](const char* name, const char* scope, std::size_t bytes, const std::optional<measurement>& m, bool bw) {
+        if (m) c.row(name, scope, bytes, m->iters, m->st.median_us, m->st.min_us, m->st.p90_us, bw);
+      };
   int* sink = b.at<int>(b.ctrl, ctrl_layout::sink);
   if (c.opt.wants("p_lat", "thread")) {
     set_step("raw p_lat");
     int* peer = b.at<int>(b.pctrl, ctrl_layout::atomics);
-    emit("p_lat", "thread", 4, one_sided(c, direction::put, nullptr, 4, 0, c.opt.lat_target_ms, [&](long long n) {
-           raw_p_lat<<<1, 1, 0, c.stream>>>(peer, 0, n);
-         }), false);
+    emit("p_lat", "thread", 4,
+         one_sided(c, direction::put, nullptr, 4, 0, c.opt.lat_target_ms,
+                   [&](long long n) { raw_p_lat<<<1, 1, 0, c.stream>>>(peer, 0, n); }),
+         false);
   }
   if (c.opt.wants("g_lat", "thread")) {
     set_step("raw g_lat");
     const int* peer = b.at<int>(b.psrc, 0);
-    emit("g_lat", "thread", 4, one_sided(c, direction::get, nullptr, 4, 0, c.opt.lat_target_ms, [&](long long n) {
-           raw_g_lat<<<1, 1, 0, c.stream>>>(peer, 0, n, sink);
-         }), false);
+    emit("g_lat", "thread", 4,
+         one_sided(c, direction::get, nullptr, 4, 0, c.opt.lat_target_ms,
+                   [&](long long n) { raw_g_lat<<<1, 1, 0, c.stream>>>(peer, 0, n, sink); }),
+         false);
   }
   if (c.opt.wants("atomic_fetch_add_lat", "thread")) {
     set_step("raw atomic_fetch_add_lat");
@@ -412,8 +422,10 @@ void check_err(int* err, const char* what) {
   int h = 0;
   BENCH_CUDA(cudaMemcpy(&h, err, sizeof h, cudaMemcpyDeviceToHost));
   if (h)
-    die(1, "%s: the peer did not answer for %.0f s. Are both kernels running at once? Two PEs on one GPU need "
-        "the MPS daemon (benchmarks/run_all.sh starts one).", what, double(spin_timeout_ns) * 1e-9);
+    die(1,
+        "%s: the peer did not answer for %.0f s. Are both kernels running at once? Two PEs on one GPU need "
+        "the MPS daemon (benchmarks/run_all.sh starts one).",
+        what, double(spin_timeout_ns) * 1e-9);
 }
 
 void two_sided_points(context& c, const buffers& b) {
@@ -452,7 +464,7 @@ void two_sided_points(context& c, const buffers& b) {
     check_err(err, "pingpong_signal");
     emit("pingpong_signal", "thread", 8, m);
   }
-  int bar_seq = 0;  // shared by both barrier scopes: the flags only grow
+  int bar_seq = 0; // shared by both barrier scopes: the flags only grow
   for (const char* scope : {"thread", "block"}) {
     if (!c.opt.wants("barrier_lat", scope)) continue;
     set_step("raw barrier_lat %s", scope);
@@ -470,7 +482,7 @@ void two_sided_points(context& c, const buffers& b) {
   }
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
   context c = start(argc, argv, "raw");
@@ -485,7 +497,8 @@ int main(int argc, char** argv) {
   c.link.barrier();
 
   for (direction d : {direction::put, direction::get})
-    for (const char* scope : {"block", "warp", "thread", "stream"}) bulk(c, b, d, scope);
+    for (const char* scope : {"block", "warp", "thread", "stream"})
+      bulk(c, b, d, scope);
   latency_points(c, b);
   two_sided_points(c, b);
 

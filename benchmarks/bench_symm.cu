@@ -1,8 +1,6 @@
 // bench_symm.cu — the symm implementation of the comparison suite: the same points as bench_raw.cu, written the way a
 // symm user writes them (symm::array, symm::remote, group-scoped put/get, device barriers). Rows: impl "symm".
 // The harness forks the two PEs (bench::start); each then joins one symm world through symm::launch's mechanism.
-#include "bench_common.cuh"
-
 #include <symm/symm.hpp>
 
 #include <cooperative_groups.h>
@@ -11,6 +9,8 @@
 #include <optional>
 #include <random>
 #include <vector>
+
+#include "bench_common.cuh"
 
 namespace {
 
@@ -22,7 +22,7 @@ namespace cg = cooperative_groups;
 // use one warp / one thread for the whole buffer.
 template <bool Put, class Group>
 __device__ void move_chunk(const Group& g, symm::array_ref<char> dst, symm::array_ref<char> src, int peer,
-                          std::size_t off, std::size_t n, long long iters) {
+                           std::size_t off, std::size_t n, long long iters) {
   auto to = Put ? symm::remote(dst, peer).subspan(off, n) : symm::remote(src, peer).subspan(off, n);
   auto here = Put ? src.local().subspan(off, n) : dst.local().subspan(off, n);
   for (long long it = 0; it < iters; ++it) {
@@ -33,8 +33,9 @@ __device__ void move_chunk(const Group& g, symm::array_ref<char> dst, symm::arra
 }
 
 template <bool Put>
-__global__ void __launch_bounds__(1024) block_copy(symm::array_ref<char> dst, symm::array_ref<char> src, int peer,
-                                                   std::size_t bytes, std::size_t chunk, long long iters) {
+__global__ void __launch_bounds__(1024)
+    block_copy(symm::array_ref<char> dst, symm::array_ref<char> src, int peer, std::size_t bytes, std::size_t chunk,
+               long long iters) {
   std::size_t off = blockIdx.x * chunk;
   std::size_t n = off < bytes ? std::min(chunk, bytes - off) : 0;
   if (n != 0) move_chunk<Put>(cg::this_thread_block(), dst, src, peer, off, n, iters);
@@ -49,8 +50,8 @@ __global__ void warp_copy(symm::array_ref<char> dst, symm::array_ref<char> src, 
 }
 
 template <bool Put>
-__global__ void thread_copy(symm::array_ref<char> dst, symm::array_ref<char> src, int peer, std::size_t bytes,
-                            long long iters) {
+__global__ void
+thread_copy(symm::array_ref<char> dst, symm::array_ref<char> src, int peer, std::size_t bytes, long long iters) {
   move_chunk<Put>(symm::this_thread(), dst, src, peer, 0, bytes, iters);
   symm::quiet();
 }
@@ -67,7 +68,8 @@ __global__ void p_lat(symm::array_ref<int> target, int peer, int mask, long long
 __global__ void g_lat(symm::array_ref<int> source, int peer, int mask, long long iters, int* sink) {
   int v = 0;
   auto remote = symm::remote(source, peer);
-  for (long long i = 0; i < iters; ++i) v = remote[static_cast<std::size_t>(v & mask)];
+  for (long long i = 0; i < iters; ++i)
+    v = remote[static_cast<std::size_t>(v & mask)];
   *sink = v;
 }
 
@@ -92,13 +94,15 @@ __global__ void pingpong(symm::array_ref<int> flag, int pe, int base, long long 
 }
 
 // barrier_lat: symm's device barrier (sync_all), one thread or one block per PE.
-template <class Scope> __global__ void barrier_lat(symm::world_ref w, long long iters) {
+template <class Scope>
+__global__ void barrier_lat(symm::world_ref w, long long iters) {
   Scope scope = [] {
     if constexpr (std::is_same_v<Scope, symm::single_thread>) return symm::this_thread();
     else return cg::this_thread_block();
   }();
   symm::barrier_session<Scope> barrier(scope, w, 1);
-  for (long long i = 0; i < iters; ++i) barrier.sync();
+  for (long long i = 0; i < iters; ++i)
+    barrier.sync();
 }
 
 struct state {
@@ -135,21 +139,22 @@ void bulk(context& c, state& s, direction d, const char* scope) {
       }
     } else if (sc == "stream") {
       std::vector<symm::future<>> pending;
-      best.offer(one_sided(c, d, landing, bytes, seed, c.opt.target_ms,
-                           [&](long long n) {
-                             pending.clear();
-                             pending.reserve(static_cast<std::size_t>(n));
-                             for (long long i = 0; i < n; ++i) {
-                               if (d == direction::put) {
-                                 pending.push_back(symm::put(c.stream, symm::remote(dst, peer).first(bytes),
-                                                             src.local().first(bytes)));
-                               } else {
-                                 pending.push_back(symm::get(c.stream, dst.local().first(bytes),
-                                                             symm::remote(src, peer).first(bytes)));
-                               }
-                             }
-                           }),
-                 "symm::put(stream)");
+      best.offer(
+          one_sided(c, d, landing, bytes, seed, c.opt.target_ms,
+                    [&](long long n) {
+                      pending.clear();
+                      pending.reserve(static_cast<std::size_t>(n));
+                      for (long long i = 0; i < n; ++i) {
+                        if (d == direction::put) {
+                          pending.push_back(
+                              symm::put(c.stream, symm::remote(dst, peer).first(bytes), src.local().first(bytes)));
+                        } else {
+                          pending.push_back(
+                              symm::get(c.stream, dst.local().first(bytes), symm::remote(src, peer).first(bytes)));
+                        }
+                      }
+                    }),
+          "symm::put(stream)");
       pending.clear();
     } else if (sc == "warp") {
       auto kernel = d == direction::put ? warp_copy<true> : warp_copy<false>;
@@ -186,9 +191,9 @@ void latency_points(context& c, state& s) {
   if (c.opt.wants("g_lat", "thread")) {
     set_step("symm g_lat");
     // The source words: the first ints of src (any value: only the dependency chain matters).
-    symm::array_ref<int> src_words(src_bytes.world(), src_bytes.host_peers(), src_bytes.device_peers(),
-                                   src_bytes.offset(), src_bytes.size() / sizeof(int), src_bytes.my_pe(),
-                                   src_bytes.n_pes());
+    symm::array_ref<int> src_words(
+        src_bytes.world(), src_bytes.host_peers(), src_bytes.device_peers(), src_bytes.offset(),
+        src_bytes.size() / sizeof(int), src_bytes.my_pe(), src_bytes.n_pes());
     emit("g_lat", "thread", 4, one_sided(c, direction::get, nullptr, 4, 0, c.opt.lat_target_ms, [&](long long n) {
            g_lat<<<1, 1, 0, c.stream>>>(src_words, peer, 0, n, s.sink);
          }));
@@ -217,15 +222,15 @@ void two_sided_points(context& c, state& s) {
   symm::world_ref w = *s.world;
   if (c.opt.wants("barrier_lat", "thread")) {
     set_step("symm barrier_lat thread");
-    emit("barrier_lat", "thread", 0, measure([&](long long n) {
-           barrier_lat<symm::single_thread><<<1, 1, 0, c.stream>>>(w, n);
-         }, c.stream, c.opt, c.opt.lat_target_ms, &c.link));
+    emit("barrier_lat", "thread", 0,
+         measure([&](long long n) { barrier_lat<symm::single_thread><<<1, 1, 0, c.stream>>>(w, n); }, c.stream, c.opt,
+                 c.opt.lat_target_ms, &c.link));
   }
   if (c.opt.wants("barrier_lat", "block")) {
     set_step("symm barrier_lat block");
-    emit("barrier_lat", "block", 0, measure([&](long long n) {
-           barrier_lat<cg::thread_block><<<1, 128, 0, c.stream>>>(w, n);
-         }, c.stream, c.opt, c.opt.lat_target_ms, &c.link));
+    emit("barrier_lat", "block", 0,
+         measure([&](long long n) { barrier_lat<cg::thread_block><<<1, 128, 0, c.stream>>>(w, n); }, c.stream, c.opt,
+                 c.opt.lat_target_ms, &c.link));
   }
 }
 
@@ -246,7 +251,8 @@ void allreduce_points(context& c, state& s) {
     measurement m = measure(
         [&](long long n) {
           pending.clear();
-          for (long long i = 0; i < n; ++i) pending.push_back(symm::allreduce(c.stream, team, dst, src, symm::plus{}));
+          for (long long i = 0; i < n; ++i)
+            pending.push_back(symm::allreduce(c.stream, team, dst, src, symm::plus{}));
         },
         c.stream, c.opt, c.opt.target_ms, &c.link);
     pending.clear();
@@ -283,7 +289,8 @@ int main(int argc, char** argv) {
 
     state s{&world, &src, &dst, &words, sink};
     for (direction d : {direction::put, direction::get})
-      for (const char* scope : {"block", "warp", "thread", "stream"}) bulk(c, s, d, scope);
+      for (const char* scope : {"block", "warp", "thread", "stream"})
+        bulk(c, s, d, scope);
     latency_points(c, s);
     two_sided_points(c, s);
     allreduce_points(c, s);

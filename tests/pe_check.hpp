@@ -16,7 +16,7 @@
 #define PE_REQUIRE(...)                                                                                                \
   do {                                                                                                                 \
     if (!(__VA_ARGS__)) {                                                                                              \
-      throw std::runtime_error(::fmt::format("{}:{}: PE_REQUIRE({}) failed", __FILE__, __LINE__, #__VA_ARGS__));      \
+      throw std::runtime_error(::fmt::format("{}:{}: PE_REQUIRE({}) failed", __FILE__, __LINE__, #__VA_ARGS__));       \
     }                                                                                                                  \
   } while (0)
 
@@ -25,8 +25,8 @@
     auto&& pe_lhs_ = (a);                                                                                              \
     auto&& pe_rhs_ = (b);                                                                                              \
     if (!(pe_lhs_ == pe_rhs_)) {                                                                                       \
-      throw std::runtime_error(::fmt::format("{}:{}: PE_REQUIRE_EQ({}, {}) failed: {} != {}", __FILE__, __LINE__, #a,  \
-                                             #b, pe_lhs_, pe_rhs_));                                                   \
+      throw std::runtime_error(::fmt::format(                                                                          \
+          "{}:{}: PE_REQUIRE_EQ({}, {}) failed: {} != {}", __FILE__, __LINE__, #a, #b, pe_lhs_, pe_rhs_));             \
     }                                                                                                                  \
   } while (0)
 
@@ -47,8 +47,8 @@ void pe_require_error(Body&& body, symm::errc code, std::initializer_list<std::s
     }
     return;
   }
-  throw std::runtime_error(fmt::format("{}: expected symm::error errc::{}, nothing was thrown", where,
-                                       symm::to_string(code)));
+  throw std::runtime_error(
+      fmt::format("{}: expected symm::error errc::{}, nothing was thrown", where, symm::to_string(code)));
 }
 #define PE_REQUIRE_ERROR(body, code, ...)                                                                              \
   pe_require_error([&] { body; }, code, {__VA_ARGS__}, __FILE__ ":" SYMM_TEST_STR(__LINE__))
@@ -63,20 +63,26 @@ inline std::uint64_t seed() {
   return s;
 }
 
-template <class T> std::vector<T> random_values(std::size_t n, std::uint64_t stream) {
+template <class T>
+std::vector<T> random_values(std::size_t n, std::uint64_t stream) {
   std::mt19937_64 gen(seed() ^ (stream * 0xD1B54A32D192ED03ull));
   std::vector<T> out(n);
   for (auto& v : out) {
     std::uniform_real_distribution<double> real(-1e6, 1e6);
     if constexpr (std::is_floating_point_v<T>) v = static_cast<T>(real(gen));
-    else if constexpr (requires { typename T::value_type; T(real(gen), real(gen)); }) v = T(real(gen), real(gen)); // complex
+    else if constexpr (requires {
+                         typename T::value_type;
+                         T(real(gen), real(gen));
+                       })
+      v = T(real(gen), real(gen)); // complex
     else v = static_cast<T>(gen());
   }
   return out;
 }
 
 //! The same body on n PEs, as processes and as threads.
-template <class Fn> void on_pes(int n, Fn&& body, symm::world_options options = {}) {
+template <class Fn>
+void on_pes(int n, Fn&& body, symm::world_options options = {}) {
   options.backend = symm::backend::host;
   if (options.heap_size == 0) options.heap_size = std::size_t{16} << 20;
   symm::launch(n, body, {.mode = symm::launch_mode::processes, .world = options});

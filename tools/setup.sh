@@ -43,9 +43,10 @@ symm_setup() {
   # --- distribution packages: each is satisfied by the package or by an equivalent already there ---------------
   local missing=() pkg
   has_pkg() { dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed'; }
-  for pkg in catch2 libfmt-dev pkg-config cmake; do
+  for pkg in catch2 libfmt-dev pkg-config cmake clang-format; do
     has_pkg "$pkg" && continue
     case "$pkg" in # a copy built from source, as on machines without network, counts too
+      clang-format) command -v clang-format >/dev/null 2>&1 && continue ;;
       pkg-config) command -v pkg-config >/dev/null 2>&1 && continue ;;
       cmake) command -v cmake >/dev/null 2>&1 && continue ;;
       libfmt-dev) command -v pkg-config >/dev/null 2>&1 && pkg-config --exists 'fmt >= 9' && continue ;;

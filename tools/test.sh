@@ -32,6 +32,11 @@ configure() {
 failed=()
 started=$SECONDS
 
+echo "=== tools/test.sh: formatting (tools/check-format.sh)"
+if ! tools/check-format.sh; then
+  failed+=("formatting (run tools/check-format.sh --fix)")
+fi
+
 echo "=== tools/test.sh: stage 1: build/ (all suites)"
 configure build
 if ! meson test -C build --print-errorlogs --num-processes "$jobs" "${extra_args[@]}"; then

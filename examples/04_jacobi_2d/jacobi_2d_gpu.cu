@@ -60,8 +60,9 @@ __device__ void exchange(cg::thread_block block, symm::barrier_session<cg::threa
   block.sync();
 }
 
-__global__ void __launch_bounds__(256) jacobi(symm::array_ref<double> a, symm::array_ref<double> b, symm::array_ref<double> recv,
-                       symm::array_ref<double> pack, symm::world_ref w, neighbours nb, int iterations) {
+__global__ void __launch_bounds__(256)
+    jacobi(symm::array_ref<double> a, symm::array_ref<double> b, symm::array_ref<double> recv,
+           symm::array_ref<double> pack, symm::world_ref w, neighbours nb, int iterations) {
   auto block = cg::this_thread_block();
   symm::barrier_session bar(block, w); // one device barrier per exchange, all in this session
   std::size_t exchanges = 0;

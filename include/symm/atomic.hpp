@@ -57,8 +57,8 @@ concept atomic_integer = std::integral<std::remove_cv_t<T>> && !std::same_as<std
 //! Every type the atomics take: atomic_integer, float and double (load, store, exchange, compare_exchange,
 //! fetch_add/sub; bitwise and min/max only for integers).
 template <class T>
-concept atomic_value =
-    atomic_integer<T> || std::same_as<std::remove_cv_t<T>, float> || std::same_as<std::remove_cv_t<T>, double>;
+concept atomic_value = atomic_integer<T> || std::same_as < std::remove_cv_t<T>,
+float > || std::same_as<std::remove_cv_t<T>, double>;
 
 //! The scope of every symm atomic and of the fences that order signals (see the header comment for why).
 inline constexpr cuda::thread_scope atomic_scope = cuda::thread_scope_system;
@@ -67,19 +67,22 @@ namespace detail {
 
 //! What each atomic needs of T; each member of pe_ref<T> calls one of these, so misuse stops at one static_assert that
 //! says which types work.
-template <class T> SYMM_HOST_DEVICE constexpr void require_atomic_value() {
+template <class T>
+SYMM_HOST_DEVICE constexpr void require_atomic_value() {
   static_assert(atomic_value<T>,
                 "symm atomics (load, store, exchange, compare_exchange, fetch_add, fetch_sub, add, sub) take int, "
                 "unsigned, long, unsigned long, long long, unsigned long long (integers of 4 or 8 bytes, e.g. "
                 "std::int32_t, std::uint64_t), float or double; not bool, 1- or 2-byte integers or other types");
 }
-template <class T> SYMM_HOST_DEVICE constexpr void require_atomic_integer() {
+template <class T>
+SYMM_HOST_DEVICE constexpr void require_atomic_integer() {
   static_assert(atomic_integer<T>,
                 "symm bitwise and min/max atomics (fetch_and, fetch_or, fetch_xor, fetch_min, fetch_max, bit_and, "
                 "bit_or, bit_xor) take integers of 4 or 8 bytes only: int, unsigned, long, unsigned long, long long, "
                 "unsigned long long (e.g. std::int32_t, std::uint64_t); not float, double, bool or other types");
 }
-template <class T> SYMM_HOST_DEVICE constexpr void require_writable() {
+template <class T>
+SYMM_HOST_DEVICE constexpr void require_writable() {
   static_assert(!std::is_const_v<T>, "symm: a pe_ref<const T> is read-only: of the atomics only load() is allowed");
 }
 
@@ -92,9 +95,10 @@ system_atomic(T* address) noexcept {
 
 //! The failure order std::atomic derives from a single order (a failed compare_exchange does not store).
 SYMM_HOST_DEVICE constexpr cuda::memory_order failure_order(cuda::memory_order order) noexcept {
-  return order == cuda::memory_order_acq_rel   ? cuda::memory_order_acquire
-         : order == cuda::memory_order_release ? cuda::memory_order_relaxed
-                                               : order;
+  return order == cuda::memory_order_acq_rel ? cuda::memory_order_acquire
+       : order == cuda::memory_order_release
+           ? cuda::memory_order_relaxed
+           : order;
 }
 
 } // namespace detail

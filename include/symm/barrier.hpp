@@ -17,7 +17,9 @@ inline void barrier_all() {
 }
 
 //! Waits for every PE without completing outstanding non-blocking operations (OpenSHMEM's sync_all).
-inline void sync_all() { detail::require_current_world("symm::sync_all()").barrier("sync_all"); }
+inline void sync_all() {
+  detail::require_current_world("symm::sync_all()").barrier("sync_all");
+}
 
 //! A barrier at the end of a scope: quiet() and barrier_all() when the scope exits, so every write made inside the
 //! scope is visible on every PE after it. Immovable; when the scope is left by an exception the barrier is skipped
@@ -29,7 +31,8 @@ inline void sync_all() { detail::require_current_world("symm::sync_all()").barri
 class [[nodiscard]] barrier_scope {
 public:
   explicit barrier_scope(world& w) : state_(w.state().get()), uncaught_(std::uncaught_exceptions()) {}
-  barrier_scope() : state_(&detail::require_current_world("symm::barrier_scope")), uncaught_(std::uncaught_exceptions()) {}
+  barrier_scope()
+      : state_(&detail::require_current_world("symm::barrier_scope")), uncaught_(std::uncaught_exceptions()) {}
   barrier_scope(const barrier_scope&) = delete;
   barrier_scope& operator=(const barrier_scope&) = delete;
   barrier_scope(barrier_scope&&) = delete;
@@ -67,14 +70,14 @@ namespace detail {
 //! The flags one barrier round touches, looked up once per session: after an acquire fence the peer table would be
 //! re-read from L2 on every round. Thread `rank` signals and awaits PEs me+1+rank, me+1+rank+count, ... (mod n).
 struct barrier_flags_view {
-  std::uint64_t* mine = nullptr;       // this PE's arrival words on the channel
+  std::uint64_t* mine = nullptr;         // this PE's arrival words on the channel
   std::uint64_t* first_remote = nullptr; // this thread's first peer's word for this PE, or null if it has none
   int first_peer = -1;
 };
 
 template <class Group>
-SYMM_DEVICE SYMM_FORCEINLINE barrier_flags_view lookup_barrier_flags(const Group& group, const world_ref& w,
-                                                                     int channel) {
+SYMM_DEVICE SYMM_FORCEINLINE barrier_flags_view
+lookup_barrier_flags(const Group& group, const world_ref& w, int channel) {
   const int me = w.my_pe(), n = w.n_pes(), rank = static_cast<int>(group.thread_rank());
   barrier_flags_view v;
   v.mine = w.barrier_flags(me, channel);
@@ -103,8 +106,8 @@ SYMM_DEVICE SYMM_FORCEINLINE void barrier_round(const Group& group, const world_
     for (int k = rank; k < n - 1; k += count) {
       const int p = (me + 1 + k) % n;
       flag arrived(flags.mine[p]);
-      detail::device_wait_until([&] { return arrived.load(cuda::memory_order_relaxed) >= epoch; }, "symm::sync_all",
-                                me, p);
+      detail::device_wait_until([&] { return arrived.load(cuda::memory_order_relaxed) >= epoch; }, "symm::sync_all", me,
+                                p);
     }
     cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
   }
@@ -120,7 +123,8 @@ SYMM_DEVICE SYMM_FORCEINLINE void barrier_round(const Group& group, const world_
 //!   symm::barrier_session bar(cooperative_groups::this_thread_block(), world, 1);
 //!   for (int step = 0; step < steps; ++step) { exchange_halos(...); bar.barrier(); compute(...); }
 //! \endcode
-template <cooperating_group Group> class barrier_session {
+template <cooperating_group Group>
+class barrier_session {
 public:
   SYMM_DEVICE barrier_session(const Group& group, const world_ref& w, int channel = 0)
       : group_(group), world_(w), channel_(channel) {
@@ -168,7 +172,8 @@ SYMM_DEVICE void barrier_all(const Group& group, const world_ref& w, int channel
 }
 
 //! A device barrier at the end of a scope: barrier_all(group, w, channel) when the scope exits.
-template <cooperating_group Group> class [[nodiscard]] device_barrier_scope {
+template <cooperating_group Group>
+class [[nodiscard]] device_barrier_scope {
 public:
   SYMM_DEVICE device_barrier_scope(const Group& group, const world_ref& w, int channel = 0)
       : group_(group), world_(w), channel_(channel) {}

@@ -16,17 +16,19 @@ SYMM_BEGIN_NAMESPACE
 
 //! Opt out (or in) for a user type: whether its objects may be copied bytewise between PEs. Defaults to
 //! trivially-copyable; specialise to false for a type whose bytes mean nothing on another PE (one holding a pointer).
-template <class T> inline constexpr bool enable_transportable = std::is_trivially_copyable_v<std::remove_cv_t<T>>;
+template <class T>
+inline constexpr bool enable_transportable = std::is_trivially_copyable_v<std::remove_cv_t<T>>;
 
 //! A type whose objects can live in the symmetric heap and be put or got as bytes.
 template <class T>
-concept transportable = std::is_object_v<T> && !std::is_array_v<T> && !std::is_volatile_v<T> &&
-                        enable_transportable<std::remove_cv_t<T>>;
+concept transportable =
+    std::is_object_v<T> && !std::is_array_v<T> && !std::is_volatile_v<T> && enable_transportable<std::remove_cv_t<T>>;
 
 inline constexpr std::size_t dynamic_extent = cuda::std::dynamic_extent;
 
 //! Opt-in trait for symmetric objects: types whose storage has the same offset on every PE.
-template <class T> inline constexpr bool enable_symmetric_object = false;
+template <class T>
+inline constexpr bool enable_symmetric_object = false;
 
 //! What `symm::remote(obj, pe)` accepts.
 template <class T>
@@ -35,28 +37,34 @@ concept symmetric_object = enable_symmetric_object<std::remove_cvref_t<T>>;
 //! A contiguous range whose elements can be copied into a symmetric T (the local side of a put or get).
 template <class R, class T>
 concept contiguous_range_of = std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
-                              std::same_as<std::remove_cv_t<std::ranges::range_value_t<R>>, std::remove_cv_t<T>>;
+    std::same_as<std::remove_cv_t<std::ranges::range_value_t<R>>, std::remove_cv_t<T>>;
 
 //! A contiguous range of T that can be written (the local side of a get).
 template <class R, class T>
-concept writable_contiguous_range_of =
-    contiguous_range_of<R, T> && !std::is_const_v<std::remove_reference_t<std::ranges::range_reference_t<R>>>;
+concept writable_contiguous_range_of = contiguous_range_of<R, T> &&
+    !std::is_const_v<std::remove_reference_t<std::ranges::range_reference_t<R>>>;
 
 namespace detail {
-template <class> inline constexpr bool always_false = false;
+template <class>
+inline constexpr bool always_false = false;
 
 //! The static extent of a range type, or dynamic_extent.
-template <class R> struct static_extent_of : std::integral_constant<std::size_t, dynamic_extent> {};
-template <class T, std::size_t N> struct static_extent_of<T[N]> : std::integral_constant<std::size_t, N> {};
-template <class T, std::size_t N> struct static_extent_of<std::array<T, N>> : std::integral_constant<std::size_t, N> {};
+template <class R>
+struct static_extent_of : std::integral_constant<std::size_t, dynamic_extent> {};
+template <class T, std::size_t N>
+struct static_extent_of<T[N]> : std::integral_constant<std::size_t, N> {};
+template <class T, std::size_t N>
+struct static_extent_of<std::array<T, N>> : std::integral_constant<std::size_t, N> {};
 template <class T, std::size_t N>
 struct static_extent_of<cuda::std::span<T, N>> : std::integral_constant<std::size_t, N> {};
-template <class T, std::size_t N> struct static_extent_of<std::span<T, N>> : std::integral_constant<std::size_t, N> {};
-template <class R> inline constexpr std::size_t static_extent_v = static_extent_of<std::remove_cvref_t<R>>::value;
+template <class T, std::size_t N>
+struct static_extent_of<std::span<T, N>> : std::integral_constant<std::size_t, N> {};
+template <class R>
+inline constexpr std::size_t static_extent_v = static_extent_of<std::remove_cvref_t<R>>::value;
 
 //! True when both extents are known at compile time and differ.
 template <std::size_t A, std::size_t B>
-inline constexpr bool extents_conflict = A != dynamic_extent && B != dynamic_extent && A != B;
+inline constexpr bool extents_conflict = A != dynamic_extent&& B != dynamic_extent&& A != B;
 } // namespace detail
 
 SYMM_END_NAMESPACE

@@ -57,8 +57,8 @@ constexpr std::string_view to_string(errc code) noexcept {
 class error : public std::runtime_error {
 public:
   error(errc code, std::string_view message, std::source_location where = std::source_location::current())
-      : std::runtime_error(fmt::format("symm: {} [{} at {}:{}]", message, to_string(code), where.file_name(),
-                                       where.line())),
+      : std::runtime_error(
+            fmt::format("symm: {} [{} at {}:{}]", message, to_string(code), where.file_name(), where.line())),
         code_(code), message_(message), where_(where) {}
 
   [[nodiscard]] errc code() const noexcept { return code_; }

@@ -10,7 +10,8 @@
 
 SYMM_BEGIN_NAMESPACE
 
-template <class T = void> class future;
+template <class T = void>
+class future;
 
 //! Completion of one non-blocking operation (put_nbi, get_nbi, on-stream operations).
 //!
@@ -19,7 +20,8 @@ template <class T = void> class future;
 //! waited for waits (errors are then reported on stderr, since destructors do not throw), except the future of a
 //! stream-ordered operation (`symm::put(stream, ...)`), whose completion the stream already orders; `symm::quiet()`
 //! completes every outstanding operation of the PE, future or not.
-template <> class [[nodiscard]] future<void> {
+template <>
+class [[nodiscard]] future<void> {
 public:
   future() noexcept = default;
   explicit future(std::shared_ptr<detail::completion> done) noexcept : done_(std::move(done)) {}

@@ -24,12 +24,17 @@ struct single_thread {
   SYMM_HOST_DEVICE static constexpr void sync() noexcept {}
 };
 //! The calling thread as a group, in the manner of cooperative_groups::this_thread_block().
-SYMM_HOST_DEVICE constexpr single_thread this_thread() noexcept { return {}; }
+SYMM_HOST_DEVICE constexpr single_thread this_thread() noexcept {
+  return {};
+}
 
 namespace detail {
 //! Whether `G` may call sync(): a grid may only under a cooperative launch, so grid-wide operations leave the
 //! synchronisation to the caller.
-template <class G> inline constexpr bool syncs_after_bulk = !requires(const G& g) { g.is_valid(); };
+template <class G>
+inline constexpr bool syncs_after_bulk = !requires(const G& g) {
+  g.is_valid();
+};
 } // namespace detail
 
 SYMM_END_NAMESPACE

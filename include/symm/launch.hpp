@@ -39,7 +39,8 @@ public:
     if (::getrandom(random, sizeof(random), 0) != static_cast<ssize_t>(sizeof(random))) {
       SYMM_THROW(errc::system, "getrandom failed: {}", std::strerror(errno));
     }
-    for (unsigned char b : random) token_ += fmt::format("{:02x}", b);
+    for (unsigned char b : random)
+      token_ += fmt::format("{:02x}", b);
     std::string base = fmt::format("/tmp/symm-{}", ::getuid());
     ensure_private_dir(base);
     dir_ = fmt::format("{}/launch-{}-{}", base, ::getpid(), token_.substr(0, 8));
@@ -52,16 +53,15 @@ public:
     ::unlink((dir_ + "/boot.sock").c_str());
     ::rmdir(dir_.c_str());
   }
-  [[nodiscard]] job_info info(int pe) const {
-    return job_info{pe, n_pes_, pe, n_pes_, dir_, token_, "symm::launch"};
-  }
+  [[nodiscard]] job_info info(int pe) const { return job_info{pe, n_pes_, pe, n_pes_, dir_, token_, "symm::launch"}; }
 
 private:
   std::string dir_, token_;
   int n_pes_ = 0;
 };
 
-template <class Fn> void run_pe(Fn& fn, const launch_options& options) {
+template <class Fn>
+void run_pe(Fn& fn, const launch_options& options) {
   if constexpr (std::is_invocable_v<Fn&, world&>) {
     world w(options.world);
     fn(w);
@@ -79,7 +79,8 @@ inline std::string describe_status(int status) {
     return "stopped because another PE failed (exit status 3)";
   }
   if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return fmt::format("was killed by signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status)));
+  if (WIFSIGNALED(status))
+    return fmt::format("was killed by signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status)));
   return fmt::format("ended with wait status {}", status);
 }
 
@@ -89,7 +90,8 @@ inline std::string describe_status(int status) {
 //! from options.world) or `void()` (fn makes its own). Processes mode forks one child per PE; when a PE fails (a
 //! non-zero exit, an exception, a signal) the others are stopped at once and launch throws errc::peer_failed naming
 //! the PE and how it ended. Threads mode runs the PEs as threads and rethrows the first PE's exception.
-template <class Fn> void launch(int n_pes, Fn&& fn, const launch_options& options = {}) {
+template <class Fn>
+void launch(int n_pes, Fn&& fn, const launch_options& options = {}) {
   if (n_pes < 1 || n_pes > 4096) {
     SYMM_THROW(errc::invalid_argument, "symm::launch: n_pes = {} is not in [1, 4096]", n_pes);
   }
@@ -108,7 +110,8 @@ template <class Fn> void launch(int n_pes, Fn&& fn, const launch_options& option
         detail::launched_job.reset();
       });
     }
-    for (auto& t : threads) t.join();
+    for (auto& t : threads)
+      t.join();
     // Report the root cause: a PE's own error before the peer_failed errors it caused in the others.
     std::exception_ptr first_peer_failure;
     for (auto& f : failures) {
@@ -129,7 +132,8 @@ template <class Fn> void launch(int n_pes, Fn&& fn, const launch_options& option
   for (int pe = 0; pe < n_pes; ++pe) {
     pid_t pid = ::fork();
     if (pid < 0) {
-      for (pid_t c : children) ::kill(c, SIGKILL);
+      for (pid_t c : children)
+        ::kill(c, SIGKILL);
       SYMM_THROW(errc::system, "symm::launch: fork of PE {} failed: {}", pe, std::strerror(errno));
     }
     if (pid == 0) {
@@ -168,7 +172,8 @@ template <class Fn> void launch(int n_pes, Fn&& fn, const launch_options& option
     if (pid < 0 && errno == ECHILD) break;
     if (pid == 0) {
       if (std::chrono::steady_clock::now() > stop_deadline) {
-        for (pid_t c : children) if (c > 0) ::kill(c, SIGKILL);
+        for (pid_t c : children)
+          if (c > 0) ::kill(c, SIGKILL);
         stop_deadline = std::chrono::steady_clock::time_point::max();
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -188,7 +193,8 @@ template <class Fn> void launch(int n_pes, Fn&& fn, const launch_options& option
     // PEs that failed because of a peer saw the peer's failure themselves; the root cause stops the rest.
     if (root_cause && !stopping) {
       stopping = true;
-      for (pid_t c : children) if (c > 0) ::kill(c, SIGTERM);
+      for (pid_t c : children)
+        if (c > 0) ::kill(c, SIGTERM);
       stop_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     }
   }

@@ -25,7 +25,8 @@ SYMM_BEGIN_NAMESPACE
 //! in device code on both backends and in host code on the host backend; symm/atomic.hpp has the table and the rules.
 //!
 //! Trivially copyable, so it can be passed to kernels; it is valid as long as the symmetric object it refers to.
-template <class T> class pe_ref {
+template <class T>
+class pe_ref {
   static_assert(transportable<T>, "symm::pe_ref<T>: T must be trivially copyable (transportable), since remote "
                                   "accesses copy its bytes");
 
@@ -38,9 +39,7 @@ public:
 
   //! Put of one element: writes `value` into the element on PE pe(). Complete when it returns (host) or ordered by
   //! fence()/quiet() like any store (device).
-  SYMM_HOST_DEVICE const pe_ref& operator=(const value_type& value) const
-    requires(!std::is_const_v<T>)
-  {
+  SYMM_HOST_DEVICE const pe_ref& operator=(const value_type& value) const requires(!std::is_const_v<T>) {
     NV_IF_TARGET(NV_IS_DEVICE, (*address_ = value;), ({
                    world_->copy(address_, &value, sizeof(T));
                    if (world_->kind() == backend::host) detail::wake_waiters(world_, pe_, address_); // a waiting flag
@@ -81,8 +80,7 @@ public:
     }
   }
   //! Atomically replaces the value by `desired`; returns the old value.
-  SYMM_HOST_DEVICE value_type exchange(value_type desired,
-                                      cuda::memory_order order = cuda::memory_order_seq_cst) const {
+  SYMM_HOST_DEVICE value_type exchange(value_type desired, cuda::memory_order order = cuda::memory_order_seq_cst) const {
     return rmw<op::exchange>(desired, order, "pe_ref::exchange");
   }
   //! If the value equals `expected` (bitwise), replaces it by `desired` and returns true; otherwise stores the value
@@ -93,8 +91,8 @@ public:
     detail::require_writable<T>();
     if constexpr (atomic_value<T> && !std::is_const_v<T>) {
       NV_IF_TARGET(NV_IS_HOST, (detail::require_host_atomics(world_, pe_, "pe_ref::compare_exchange");))
-      bool stored = detail::system_atomic(address_).compare_exchange_strong(expected, desired, order,
-                                                                            detail::failure_order(order));
+      bool stored = detail::system_atomic(address_).compare_exchange_strong(
+          expected, desired, order, detail::failure_order(order));
       NV_IF_TARGET(NV_IS_HOST, (if (stored) detail::wake_waiters(world_, pe_, address_);))
       return stored;
     } else {
@@ -117,8 +115,7 @@ public:
     return rmw<op::bit_and>(operand, order, "pe_ref::fetch_and");
   }
   //! Atomic `|= operand` (integers); returns the old value.
-  SYMM_HOST_DEVICE value_type fetch_or(value_type operand,
-                                       cuda::memory_order order = cuda::memory_order_seq_cst) const {
+  SYMM_HOST_DEVICE value_type fetch_or(value_type operand, cuda::memory_order order = cuda::memory_order_seq_cst) const {
     return rmw<op::bit_or>(operand, order, "pe_ref::fetch_or");
   }
   //! Atomic `^= operand` (integers); returns the old value.
@@ -139,19 +136,19 @@ public:
   //! The non-fetching forms: the same updates, returning nothing (OpenSHMEM's atomic_add etc.; on the GPU a
   //! reduction that needs no round trip). `bit_` because `and`, `or` and `xor` are C++ keywords.
   SYMM_HOST_DEVICE void add(value_type operand, cuda::memory_order order = cuda::memory_order_seq_cst) const {
-    (void)rmw<op::add>(operand, order, "pe_ref::add");
+    (void) rmw<op::add>(operand, order, "pe_ref::add");
   }
   SYMM_HOST_DEVICE void sub(value_type operand, cuda::memory_order order = cuda::memory_order_seq_cst) const {
-    (void)rmw<op::sub>(operand, order, "pe_ref::sub");
+    (void) rmw<op::sub>(operand, order, "pe_ref::sub");
   }
   SYMM_HOST_DEVICE void bit_and(value_type operand, cuda::memory_order order = cuda::memory_order_seq_cst) const {
-    (void)rmw<op::bit_and>(operand, order, "pe_ref::bit_and");
+    (void) rmw<op::bit_and>(operand, order, "pe_ref::bit_and");
   }
   SYMM_HOST_DEVICE void bit_or(value_type operand, cuda::memory_order order = cuda::memory_order_seq_cst) const {
-    (void)rmw<op::bit_or>(operand, order, "pe_ref::bit_or");
+    (void) rmw<op::bit_or>(operand, order, "pe_ref::bit_or");
   }
   SYMM_HOST_DEVICE void bit_xor(value_type operand, cuda::memory_order order = cuda::memory_order_seq_cst) const {
-    (void)rmw<op::bit_xor>(operand, order, "pe_ref::bit_xor");
+    (void) rmw<op::bit_xor>(operand, order, "pe_ref::bit_xor");
   }
 
   //! The PE this reference points into, and the element's address in this PE's mapping of that PE's heap.
@@ -162,21 +159,32 @@ public:
   // A remote-to-remote copy is a get and a put: spell it out as `dst = T(src)`.
   pe_ref& operator=(const pe_ref&) = delete;
   // Compound assignment and increments are hidden read-modify-writes that race with other PEs; use the atomics.
-  template <class U> pe_ref& operator+=(U&&) = delete;
-  template <class U> pe_ref& operator-=(U&&) = delete;
-  template <class U> pe_ref& operator*=(U&&) = delete;
-  template <class U> pe_ref& operator/=(U&&) = delete;
-  template <class U> pe_ref& operator%=(U&&) = delete;
-  template <class U> pe_ref& operator&=(U&&) = delete;
-  template <class U> pe_ref& operator|=(U&&) = delete;
-  template <class U> pe_ref& operator^=(U&&) = delete;
-  template <class U> pe_ref& operator<<=(U&&) = delete;
-  template <class U> pe_ref& operator>>=(U&&) = delete;
+  template <class U>
+  pe_ref& operator+=(U&&) = delete;
+  template <class U>
+  pe_ref& operator-=(U&&) = delete;
+  template <class U>
+  pe_ref& operator*=(U&&) = delete;
+  template <class U>
+  pe_ref& operator/=(U&&) = delete;
+  template <class U>
+  pe_ref& operator%=(U&&) = delete;
+  template <class U>
+  pe_ref& operator&=(U&&) = delete;
+  template <class U>
+  pe_ref& operator|=(U&&) = delete;
+  template <class U>
+  pe_ref& operator^=(U&&) = delete;
+  template <class U>
+  pe_ref& operator<<=(U&&) = delete;
+  template <class U>
+  pe_ref& operator>>=(U&&) = delete;
   pe_ref& operator++() = delete;
   pe_ref& operator--() = delete;
   value_type operator++(int) = delete;
   value_type operator--(int) = delete;
-  template <class U> friend bool operator==(const pe_ref&, const pe_ref<U>&) = delete;
+  template <class U>
+  friend bool operator==(const pe_ref&, const pe_ref<U>&) = delete;
 
 private:
   enum class op { exchange, add, sub, bit_and, bit_or, bit_xor, min, max };
@@ -184,14 +192,14 @@ private:
   //! Every read-modify-write: the type rules, the host-side backend check, the instruction, the wake-up of host
   //! waiters.
   template <op Op>
-  SYMM_HOST_DEVICE SYMM_FORCEINLINE value_type rmw(value_type operand, cuda::memory_order order,
-                                                   [[maybe_unused]] const char* what) const {
+  SYMM_HOST_DEVICE SYMM_FORCEINLINE value_type
+  rmw(value_type operand, cuda::memory_order order, [[maybe_unused]] const char* what) const {
     constexpr bool any_value = Op == op::exchange || Op == op::add || Op == op::sub;
     if constexpr (any_value) detail::require_atomic_value<T>();
     else detail::require_atomic_integer<T>();
     detail::require_writable<T>();
     // Past a failed rule, stop: the static_assert above is the one message the user needs.
-    if constexpr ((any_value ? atomic_value<T> : atomic_integer<T>) && !std::is_const_v<T>) {
+    if constexpr ((any_value ? atomic_value<T> : atomic_integer<T>) &&!std::is_const_v<T>) {
       NV_IF_TARGET(NV_IS_HOST, (detail::require_host_atomics(world_, pe_, what);))
       auto atom = detail::system_atomic(address_);
       value_type old{};

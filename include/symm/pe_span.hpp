@@ -13,7 +13,8 @@
 
 SYMM_BEGIN_NAMESPACE
 
-template <class T, std::size_t Extent = dynamic_extent> class pe_span;
+template <class T, std::size_t Extent = dynamic_extent>
+class pe_span;
 
 namespace detail {
 //! Throws errc::extent_mismatch naming both sizes and the PE.
@@ -32,7 +33,8 @@ inline void check_same_extent(std::size_t remote_size, std::size_t local_size, i
 //! thread's `remote = span` copies element by element, and symm::put / symm::get take a cooperating group for bulk.
 //! Elements are pe_ref<T>. Extents are checked: at compile time when both are static, else at run time.
 //! Trivially copyable; valid as long as the symmetric object.
-template <class T, std::size_t Extent> class pe_span {
+template <class T, std::size_t Extent>
+class pe_span {
   static_assert(transportable<T>, "symm::pe_span<T>: T must be trivially copyable (transportable)");
 
 public:
@@ -72,8 +74,8 @@ public:
     return pe_ref<T>(address_ + i, pe_, world_);
   }
 
-  [[nodiscard]] SYMM_HOST_DEVICE constexpr pe_span<T> subspan(std::size_t offset,
-                                                             std::size_t count = dynamic_extent) const {
+  [[nodiscard]] SYMM_HOST_DEVICE constexpr pe_span<T>
+  subspan(std::size_t offset, std::size_t count = dynamic_extent) const {
     if (count == dynamic_extent) count = size() - offset;
     NV_IF_TARGET(NV_IS_HOST, (check_range(offset, count, "subspan");))
     return pe_span<T>(address_ + offset, count, pe_, world_);
@@ -83,12 +85,14 @@ public:
     NV_IF_TARGET(NV_IS_HOST, (check_range(0, count, "last");))
     return pe_span<T>(address_ + (size() - count), count, pe_, world_);
   }
-  template <std::size_t Count> [[nodiscard]] SYMM_HOST_DEVICE constexpr pe_span<T, Count> first() const {
+  template <std::size_t Count>
+  [[nodiscard]] SYMM_HOST_DEVICE constexpr pe_span<T, Count> first() const {
     static_assert(Extent == dynamic_extent || Count <= Extent, "pe_span::first<N>(): N exceeds the static extent");
     NV_IF_TARGET(NV_IS_HOST, (check_range(0, Count, "first");))
     return pe_span<T, Count>(address_, Count, pe_, world_);
   }
-  template <std::size_t Count> [[nodiscard]] SYMM_HOST_DEVICE constexpr pe_span<T, Count> last() const {
+  template <std::size_t Count>
+  [[nodiscard]] SYMM_HOST_DEVICE constexpr pe_span<T, Count> last() const {
     static_assert(Extent == dynamic_extent || Count <= Extent, "pe_span::last<N>(): N exceeds the static extent");
     NV_IF_TARGET(NV_IS_HOST, (check_range(0, Count, "last");))
     return pe_span<T, Count>(address_ + (size() - Count), Count, pe_, world_);
@@ -97,14 +101,14 @@ public:
   //! Put: copies `source` (a contiguous range of T) into these remote elements. Host: complete on return. Device: one
   //! thread copies element by element; use symm::put(group, ...) to share the work.
   template <class Range>
-    requires contiguous_range_of<Range, T>
-  SYMM_HOST_DEVICE const pe_span& operator=(Range&& source) const {
+  requires contiguous_range_of<Range, T> SYMM_HOST_DEVICE const pe_span& operator=(Range&& source) const {
     static_assert(!std::is_const_v<T>, "symm: cannot put into a pe_span<const T>: the remote data is const");
     static_assert(!detail::extents_conflict<Extent, detail::static_extent_v<Range>>,
                   "symm: put between static extents that differ (remote(a, pe) = b needs a.size() == b.size())");
     NV_IF_TARGET(NV_IS_DEVICE, ({
                    auto* src = source.data();
-                   for (std::size_t i = 0; i < size(); ++i) address_[i] = src[i];
+                   for (std::size_t i = 0; i < size(); ++i)
+                     address_[i] = src[i];
                  }),
                  ({
                    detail::check_same_extent(size(), std::ranges::size(source), pe_, "put");
@@ -120,8 +124,8 @@ public:
   template <class Range>
     requires writable_contiguous_range_of<Range, value_type>
   void get(Range&& destination) const {
-    static_assert(!detail::extents_conflict<Extent, detail::static_extent_v<Range>>,
-                  "symm: get between static extents that differ");
+    static_assert(!detail::extents_conflict<Extent, detail::static_extent_v<Range>>, "symm: get between static extents "
+                                                                                     "that differ");
     detail::check_same_extent(size(), std::ranges::size(destination), pe_, "get");
     world_->copy(std::ranges::data(destination), address_, size_bytes());
   }
@@ -138,8 +142,8 @@ private:
   void check_range(std::size_t offset, std::size_t count, const char* what) const {
     if constexpr (SYMM_CHECK_LEVEL(1)) {
       if (offset > size() || count > size() - offset) {
-        SYMM_THROW(errc::invalid_argument, "remote(obj, {}).{}: [{}, {}) is outside the {} elements", pe_, what,
-                   offset, offset + count, size());
+        SYMM_THROW(errc::invalid_argument, "remote(obj, {}).{}: [{}, {}) is outside the {} elements", pe_, what, offset,
+                   offset + count, size());
       }
     }
   }

@@ -35,20 +35,27 @@ template <class T, std::size_t E>
                }))
 }
 
-template <class T, std::size_t E> [[nodiscard]] pe_span<T, E> remote(array<T, E>& a, int pe) {
+template <class T, std::size_t E>
+[[nodiscard]] pe_span<T, E> remote(array<T, E>& a, int pe) {
   return remote(a.ref(), pe);
 }
 //! A const array gives read-only remote access: constness goes through the element type.
-template <class T, std::size_t E> [[nodiscard]] pe_span<const T, E> remote(const array<T, E>& a, int pe) {
+template <class T, std::size_t E>
+[[nodiscard]] pe_span<const T, E> remote(const array<T, E>& a, int pe) {
   return remote(array_ref<const T, E>(a.ref()), pe);
 }
 
 //! PE `pe`'s value of a symmetric scalar.
-template <class T> [[nodiscard]] SYMM_HOST_DEVICE pe_ref<T> remote(const scalar_ref<T>& s, int pe) {
+template <class T>
+[[nodiscard]] SYMM_HOST_DEVICE pe_ref<T> remote(const scalar_ref<T>& s, int pe) {
   return remote(s.element(), pe)[0];
 }
-template <class T> [[nodiscard]] pe_ref<T> remote(scalar<T>& s, int pe) { return remote(s.ref(), pe); }
-template <class T> [[nodiscard]] pe_ref<const T> remote(const scalar<T>& s, int pe) {
+template <class T>
+[[nodiscard]] pe_ref<T> remote(scalar<T>& s, int pe) {
+  return remote(s.ref(), pe);
+}
+template <class T>
+[[nodiscard]] pe_ref<const T> remote(const scalar<T>& s, int pe) {
   return remote(array_ref<const T, 1>(s.ref().element()), pe)[0];
 }
 
@@ -56,10 +63,11 @@ template <class T> [[nodiscard]] pe_ref<const T> remote(const scalar<T>& s, int 
 template <class Object>
   requires(!symmetric_object<Object>)
 void remote(Object&&, int) {
-  static_assert(detail::always_false<Object>,
-                "symm::remote(obj, pe): obj must be a symmetric object (symm::array, symm::scalar or their _ref views). "
-                "A raw pointer or an ordinary container lives at different addresses on each PE, so it has no "
-                "remote counterpart; allocate it as a symm::array instead");
+  static_assert(
+      detail::always_false<Object>,
+      "symm::remote(obj, pe): obj must be a symmetric object (symm::array, symm::scalar or their _ref views). "
+      "A raw pointer or an ordinary container lives at different addresses on each PE, so it has no "
+      "remote counterpart; allocate it as a symm::array instead");
 }
 
 SYMM_END_NAMESPACE

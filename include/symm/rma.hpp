@@ -30,8 +30,8 @@ template <class T, std::size_t E, class Range>
   requires contiguous_range_of<Range, T>
 [[nodiscard]] future<> put_nbi(const pe_span<T, E>& dst, Range&& source) {
   static_assert(!std::is_const_v<T>, "symm::put_nbi: cannot put into a pe_span<const T>: the remote data is const");
-  static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>,
-                "symm::put_nbi between static extents that differ");
+  static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>, "symm::put_nbi between static extents "
+                                                                              "that differ");
   detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put_nbi");
   return future<>(dst.world()->copy_async(dst.address(), std::ranges::data(source), dst.size_bytes()));
 }
@@ -40,8 +40,8 @@ template <class T, std::size_t E, class Range>
 template <class Range, class T, std::size_t E>
   requires writable_contiguous_range_of<Range, std::remove_cv_t<T>>
 [[nodiscard]] future<> get_nbi(Range&& destination, const pe_span<T, E>& src) {
-  static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>,
-                "symm::get_nbi between static extents that differ");
+  static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>, "symm::get_nbi between static extents "
+                                                                              "that differ");
   detail::check_same_extent(src.size(), std::ranges::size(destination), src.pe(), "get_nbi");
   return future<>(src.world()->copy_async(std::ranges::data(destination), src.address(), src.size_bytes()));
 }
@@ -63,35 +63,36 @@ SYMM_END_NAMESPACE
 SYMM_BEGIN_NAMESPACE
 
 namespace detail {
-template <class U, class T> inline constexpr bool same_element = std::is_same_v<std::remove_cv_t<U>, std::remove_cv_t<T>>;
+template <class U, class T>
+inline constexpr bool same_element = std::is_same_v<std::remove_cv_t<U>, std::remove_cv_t<T>>;
 }
 
 //! Put from device code: `group` copies `source` into PE dst.pe()'s elements.
 //! \code  symm::put(cooperative_groups::this_thread_block(), symm::remote(u, right), u.local().first(256)); \endcode
 template <cooperating_group Group, class T, std::size_t E, class U, std::size_t E2>
-  requires detail::same_element<U, T>
-SYMM_DEVICE void put(const Group& group, const pe_span<T, E>& dst, cuda::std::span<U, E2> source) {
+requires detail::same_element<U, T> SYMM_DEVICE void
+put(const Group& group, const pe_span<T, E>& dst, cuda::std::span<U, E2> source) {
   static_assert(!std::is_const_v<T>, "symm::put: cannot put into a pe_span<const T>: the remote data is const");
   static_assert(!detail::extents_conflict<E, E2>, "symm::put between static extents that differ");
   detail::group_copy(static_cast<unsigned>(group.thread_rank()), static_cast<unsigned>(group.num_threads()),
-                     dst.address(), source.data(), dst.size_bytes() < source.size_bytes() ? dst.size_bytes()
-                                                                                         : source.size_bytes());
+                     dst.address(), source.data(),
+                     dst.size_bytes() < source.size_bytes() ? dst.size_bytes() : source.size_bytes());
 }
 
 //! Get from device code: `group` copies PE src.pe()'s elements into `destination`; complete for the group on return.
 template <cooperating_group Group, class U, std::size_t E2, class T, std::size_t E>
-  requires detail::same_element<U, T>
-SYMM_DEVICE void get(const Group& group, cuda::std::span<U, E2> destination, const pe_span<T, E> src) {
+requires detail::same_element<U, T> SYMM_DEVICE void
+get(const Group& group, cuda::std::span<U, E2> destination, const pe_span<T, E> src) {
   static_assert(!std::is_const_v<U>, "symm::get: the destination must be writable");
   static_assert(!detail::extents_conflict<E, E2>, "symm::get between static extents that differ");
   detail::group_copy(static_cast<unsigned>(group.thread_rank()), static_cast<unsigned>(group.num_threads()),
-                     destination.data(), src.address(), destination.size_bytes() < src.size_bytes()
-                                                            ? destination.size_bytes()
-                                                            : src.size_bytes());
+                     destination.data(), src.address(),
+                     destination.size_bytes() < src.size_bytes() ? destination.size_bytes() : src.size_bytes());
 }
 
 //! Completion of a device-side non-blocking put or get, for the group that issued it.
-template <class Group> class [[nodiscard]] device_future {
+template <class Group>
+class [[nodiscard]] device_future {
 public:
   SYMM_DEVICE explicit device_future(const Group& group) : group_(group) {}
   //! Every thread of the group calls it: the operation is complete (visible at the target) when it returns.
@@ -108,25 +109,24 @@ private:
 //! completes them. The source must stay unchanged until then.
 template <cooperating_group Group, class T, std::size_t E, class U, std::size_t E2>
   requires detail::same_element<U, T>
-[[nodiscard]] SYMM_DEVICE device_future<Group> put_nbi(const Group& group, const pe_span<T, E>& dst,
-                                                       cuda::std::span<U, E2> source) {
+[[nodiscard]] SYMM_DEVICE device_future<Group>
+put_nbi(const Group& group, const pe_span<T, E>& dst, cuda::std::span<U, E2> source) {
   static_assert(!std::is_const_v<T>, "symm::put_nbi: cannot put into a pe_span<const T>: the remote data is const");
   static_assert(!detail::extents_conflict<E, E2>, "symm::put_nbi between static extents that differ");
   detail::group_copy(static_cast<unsigned>(group.thread_rank()), static_cast<unsigned>(group.num_threads()),
-                     dst.address(), source.data(), dst.size_bytes() < source.size_bytes() ? dst.size_bytes()
-                                                                                         : source.size_bytes());
+                     dst.address(), source.data(),
+                     dst.size_bytes() < source.size_bytes() ? dst.size_bytes() : source.size_bytes());
   return device_future<Group>(group);
 }
 
 template <cooperating_group Group, class U, std::size_t E2, class T, std::size_t E>
   requires detail::same_element<U, T>
-[[nodiscard]] SYMM_DEVICE device_future<Group> get_nbi(const Group& group, cuda::std::span<U, E2> destination,
-                                                       const pe_span<T, E> src) {
+[[nodiscard]] SYMM_DEVICE device_future<Group>
+get_nbi(const Group& group, cuda::std::span<U, E2> destination, const pe_span<T, E> src) {
   static_assert(!std::is_const_v<U>, "symm::get_nbi: the destination must be writable");
   detail::group_copy(static_cast<unsigned>(group.thread_rank()), static_cast<unsigned>(group.num_threads()),
-                     destination.data(), src.address(), destination.size_bytes() < src.size_bytes()
-                                                            ? destination.size_bytes()
-                                                            : src.size_bytes());
+                     destination.data(), src.address(),
+                     destination.size_bytes() < src.size_bytes() ? destination.size_bytes() : src.size_bytes());
   return device_future<Group>(group);
 }
 
@@ -143,7 +143,7 @@ SYMM_BEGIN_NAMESPACE
 namespace detail {
 inline void require_cuda_backend(const world_state* world, const char* what) {
   if (world->kind() != backend::cuda) {
-    SYMM_THROW(errc::unsupported, "PE {}: {} orders work on a CUDA stream, but this world uses the {} backend", 
+    SYMM_THROW(errc::unsupported, "PE {}: {} orders work on a CUDA stream, but this world uses the {} backend",
                world->my_pe(), what, to_string(world->kind()));
   }
 }
@@ -153,24 +153,26 @@ inline void require_cuda_backend(const world_state* world, const char* what) {
 //! up to it, which the returned future's wait() waits for (with whatever the stream holds by then). Dropping the
 //! future does not wait. `source` may be device or host memory.
 template <class T, std::size_t E, class Range>
-  requires contiguous_range_of<Range, T>
-future<> put(cudaStream_t stream, const pe_span<T, E>& dst, Range&& source) {
-  static_assert(!std::is_const_v<T>, "symm::put: cannot put into a pe_span<const T>: the remote data is const");
-  static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>, "symm::put between static extents that differ");
-  detail::require_cuda_backend(dst.world(), "symm::put(stream, ...)");
-  detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put(stream, ...)");
-  return future<>(detail::cuda_heap::copy_on(stream, dst.address(), std::ranges::data(source), dst.size_bytes()));
-}
+  requires contiguous_range_of<Range, T> future<> put(cudaStream_t stream, const pe_span<T, E>& dst, Range&& source) {
+    static_assert(!std::is_const_v<T>, "symm::put: cannot put into a pe_span<const T>: the remote data is const");
+    static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>, "symm::put between static extents that "
+                                                                                "differ");
+    detail::require_cuda_backend(dst.world(), "symm::put(stream, ...)");
+    detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put(stream, ...)");
+    return future<>(detail::cuda_heap::copy_on(stream, dst.address(), std::ranges::data(source), dst.size_bytes()));
+  }
 
 //! Get ordered on `stream`; the future completes when `destination` holds the data.
 template <class Range, class T, std::size_t E>
-  requires writable_contiguous_range_of<Range, std::remove_cv_t<T>>
-future<> get(cudaStream_t stream, Range&& destination, const pe_span<T, E>& src) {
-  static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>, "symm::get between static extents that differ");
-  detail::require_cuda_backend(src.world(), "symm::get(stream, ...)");
-  detail::check_same_extent(src.size(), std::ranges::size(destination), src.pe(), "get(stream, ...)");
-  return future<>(detail::cuda_heap::copy_on(stream, std::ranges::data(destination), src.address(), src.size_bytes()));
-}
+  requires writable_contiguous_range_of<Range, std::remove_cv_t<T>> future<>
+  get(cudaStream_t stream, Range&& destination, const pe_span<T, E>& src) {
+    static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>, "symm::get between static extents that "
+                                                                                "differ");
+    detail::require_cuda_backend(src.world(), "symm::get(stream, ...)");
+    detail::check_same_extent(src.size(), std::ranges::size(destination), src.pe(), "get(stream, ...)");
+    return future<>(
+        detail::cuda_heap::copy_on(stream, std::ranges::data(destination), src.address(), src.size_bytes()));
+  }
 
 SYMM_END_NAMESPACE
 #endif

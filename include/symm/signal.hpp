@@ -101,9 +101,9 @@ public:
   //! Signal i (not bounds-checked in device code).
   [[nodiscard]] SYMM_HOST_DEVICE signal_ref operator[](std::size_t i) const {
     NV_IF_TARGET(NV_IS_HOST, (check_index(i);))
-    return signal_ref(array_ref<std::uint64_t, 1>(words_.world(), words_.host_peers(), words_.device_peers(),
-                                                  words_.offset() + i * sizeof(std::uint64_t), 1, words_.my_pe(),
-                                                  words_.n_pes()));
+    return signal_ref(array_ref<std::uint64_t, 1>(
+        words_.world(), words_.host_peers(), words_.device_peers(), words_.offset() + i * sizeof(std::uint64_t), 1,
+        words_.my_pe(), words_.n_pes()));
   }
   //! This PE's signal words, e.g. for wait_until_any over them.
   [[nodiscard]] SYMM_HOST_DEVICE cuda::std::span<std::uint64_t> local() const noexcept { return words_.local(); }
@@ -158,17 +158,23 @@ private:
   signal_array words_;
 };
 
-template <> inline constexpr bool enable_symmetric_object<signal> = true;
-template <> inline constexpr bool enable_symmetric_object<signal_ref> = true;
-template <> inline constexpr bool enable_symmetric_object<signal_array> = true;
-template <> inline constexpr bool enable_symmetric_object<signal_array_ref> = true;
+template <>
+inline constexpr bool enable_symmetric_object<signal> = true;
+template <>
+inline constexpr bool enable_symmetric_object<signal_ref> = true;
+template <>
+inline constexpr bool enable_symmetric_object<signal_array> = true;
+template <>
+inline constexpr bool enable_symmetric_object<signal_array_ref> = true;
 
 //! PE `pe`'s copy of a signal, for put_signal. Throws errc::invalid_pe (host) / traps (device) for a bad PE.
 [[nodiscard]] SYMM_HOST_DEVICE inline pe_signal remote(const signal_ref& sig, int pe) {
   pe_ref<std::uint64_t> word = remote(sig.word(), pe)[0];
   return pe_signal(word.address(), word.pe(), word.world());
 }
-[[nodiscard]] inline pe_signal remote(const signal& sig, int pe) { return remote(sig.ref(), pe); }
+[[nodiscard]] inline pe_signal remote(const signal& sig, int pe) {
+  return remote(sig.ref(), pe);
+}
 
 namespace detail {
 
@@ -180,8 +186,10 @@ SYMM_HOST_DEVICE SYMM_FORCEINLINE void update_signal(std::uint64_t* word, std::u
 
 inline void check_signal_pe(int data_pe, int signal_pe, const char* what) {
   if (data_pe != signal_pe) {
-    SYMM_THROW(errc::invalid_argument, "{}: the data goes to PE {} but the signal is on PE {}; both must name the same "
-               "PE", what, data_pe, signal_pe);
+    SYMM_THROW(errc::invalid_argument,
+               "{}: the data goes to PE {} but the signal is on PE {}; both must name the same "
+               "PE",
+               what, data_pe, signal_pe);
   }
 }
 
@@ -190,7 +198,8 @@ inline void check_signal_pe(int data_pe, int signal_pe, const char* what) {
 inline void put_signal_on(cudaStream_t stream, void* dst, const void* src, std::size_t bytes, const pe_signal& sig,
                           std::uint64_t value, signal_op op, const char* what) {
   if (op != signal_op::set) {
-    SYMM_THROW(errc::unsupported, "PE {}: {} with signal_op::add from host code on the cuda backend: a stream can "
+    SYMM_THROW(errc::unsupported,
+               "PE {}: {} with signal_op::add from host code on the cuda backend: a stream can "
                "store a value but not add one atomically; use signal_op::set, or put_signal from device code",
                sig.world()->my_pe(), what);
   }
@@ -212,8 +221,8 @@ template <class T, std::size_t E, class Range>
   requires contiguous_range_of<Range, T>
 void put_signal(const pe_span<T, E>& dst, Range&& source, const pe_signal& sig, std::uint64_t value, signal_op op) {
   static_assert(!std::is_const_v<T>, "symm::put_signal: cannot put into a pe_span<const T>: the remote data is const");
-  static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>,
-                "symm::put_signal between static extents that differ");
+  static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>, "symm::put_signal between static extents "
+                                                                              "that differ");
   detail::check_signal_pe(dst.pe(), sig.pe(), "symm::put_signal");
   detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put_signal");
   detail::world_state* world = dst.world();
@@ -235,12 +244,12 @@ void put_signal(const pe_span<T, E>& dst, Range&& source, const pe_signal& sig, 
 //! (the future is empty); the cuda backend orders it on the world's stream.
 template <class T, std::size_t E, class Range>
   requires contiguous_range_of<Range, T>
-[[nodiscard]] future<> put_signal_nbi(const pe_span<T, E>& dst, Range&& source, const pe_signal& sig,
-                                      std::uint64_t value, signal_op op) {
+[[nodiscard]] future<>
+put_signal_nbi(const pe_span<T, E>& dst, Range&& source, const pe_signal& sig, std::uint64_t value, signal_op op) {
   static_assert(!std::is_const_v<T>, "symm::put_signal_nbi: cannot put into a pe_span<const T>: the remote data is "
                                      "const");
-  static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>,
-                "symm::put_signal_nbi between static extents that differ");
+  static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>, "symm::put_signal_nbi between static "
+                                                                              "extents that differ");
   detail::check_signal_pe(dst.pe(), sig.pe(), "symm::put_signal_nbi");
   detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put_signal_nbi");
   detail::world_state* world = dst.world();
@@ -263,20 +272,20 @@ template <class T, std::size_t E, class Range>
 //! SYMM_DEVICE_WAIT_TIMEOUT_NS.
 SYMM_HOST_DEVICE inline std::uint64_t signal_wait_until(const signal_ref& sig, cmp c, std::uint64_t value) {
   std::uint64_t* word = sig.local_address();
-  NV_IF_TARGET(NV_IS_DEVICE, ({
-                 std::uint64_t seen = 0;
-                 detail::device_wait_until(
-                     [&] { return compare(seen = detail::system_atomic(word).load(cuda::memory_order_acquire), c,
-                                          value); },
-                     "symm::signal_wait_until", sig.my_pe(), -1);
-                 return seen;
-               }),
-               ({
-                 detail::require_host_atomics(sig.world(), sig.my_pe(), "symm::signal_wait_until");
-                 return detail::host_wait(*sig.world(), sig.my_pe(), word,
-                                          [&](std::uint64_t v) { return compare(v, c, value); },
-                                          "symm::signal_wait_until");
-               }))
+  NV_IF_TARGET(
+      NV_IS_DEVICE, ({
+        std::uint64_t seen = 0;
+        detail::device_wait_until(
+            [&] { return compare(seen = detail::system_atomic(word).load(cuda::memory_order_acquire), c, value); },
+            "symm::signal_wait_until", sig.my_pe(), -1);
+        return seen;
+      }),
+      ({
+        detail::require_host_atomics(sig.world(), sig.my_pe(), "symm::signal_wait_until");
+        return detail::host_wait(
+            *sig.world(), sig.my_pe(), word, [&](std::uint64_t v) { return compare(v, c, value); },
+            "symm::signal_wait_until");
+      }))
 }
 
 //! This PE's signal value now (an acquire load). Host code: host backend only (errc::unsupported on the cuda backend).
@@ -297,14 +306,15 @@ SYMM_BEGIN_NAMESPACE
 
 namespace detail {
 template <class Group, class T, std::size_t E, class U, std::size_t E2>
-SYMM_DEVICE SYMM_FORCEINLINE void device_put_signal(const Group& group, const pe_span<T, E>& dst,
-                                                    cuda::std::span<U, E2> source, const pe_signal& sig,
-                                                    std::uint64_t value, signal_op op) {
+SYMM_DEVICE SYMM_FORCEINLINE void
+device_put_signal(const Group& group, const pe_span<T, E>& dst, cuda::std::span<U, E2> source, const pe_signal& sig,
+                  std::uint64_t value, signal_op op) {
   static_assert(!std::is_const_v<T>, "symm::put_signal: cannot put into a pe_span<const T>: the remote data is const");
   static_assert(!detail::extents_conflict<E, E2>, "symm::put_signal between static extents that differ");
-  static_assert(syncs_after_bulk<Group>, "symm::put_signal: the signal must follow every thread's part of the copy, "
-                                         "which needs the group to synchronise; a grid group can only do that under "
-                                         "a cooperative launch, so use a block, a warp tile or symm::this_thread()");
+  static_assert(syncs_after_bulk<Group>,
+                "symm::put_signal: the signal must follow every thread's part of the copy, "
+                "which needs the group to synchronise; a grid group can only do that under "
+                "a cooperative launch, so use a block, a warp tile or symm::this_thread()");
   if constexpr (SYMM_CHECK_LEVEL(1)) {
     if (dst.pe() != sig.pe()) __trap(); // data and signal must go to the same PE
   }
@@ -328,9 +338,9 @@ SYMM_DEVICE SYMM_FORCEINLINE void device_put_signal(const Group& group, const pe
 //!                    symm::remote(ready, right), round, symm::signal_op::set);
 //! \endcode
 template <cooperating_group Group, class T, std::size_t E, class U, std::size_t E2>
-  requires detail::same_element<U, T>
-SYMM_DEVICE void put_signal(const Group& group, const pe_span<T, E>& dst, cuda::std::span<U, E2> source,
-                            const pe_signal& sig, std::uint64_t value, signal_op op) {
+requires detail::same_element<U, T> SYMM_DEVICE void
+put_signal(const Group& group, const pe_span<T, E>& dst, cuda::std::span<U, E2> source, const pe_signal& sig,
+           std::uint64_t value, signal_op op) {
   detail::device_put_signal(group, dst, source, sig, value, op);
 }
 
@@ -338,9 +348,9 @@ SYMM_DEVICE void put_signal(const Group& group, const pe_span<T, E>& dst, cuda::
 //! completes it from this group's side. The signal still follows the data.
 template <cooperating_group Group, class T, std::size_t E, class U, std::size_t E2>
   requires detail::same_element<U, T>
-[[nodiscard]] SYMM_DEVICE device_future<Group> put_signal_nbi(const Group& group, const pe_span<T, E>& dst,
-                                                              cuda::std::span<U, E2> source, const pe_signal& sig,
-                                                              std::uint64_t value, signal_op op) {
+[[nodiscard]] SYMM_DEVICE device_future<Group>
+put_signal_nbi(const Group& group, const pe_span<T, E>& dst, cuda::std::span<U, E2> source, const pe_signal& sig,
+               std::uint64_t value, signal_op op) {
   detail::device_put_signal(group, dst, source, sig, value, op);
   return device_future<Group>(group);
 }
@@ -357,19 +367,20 @@ SYMM_BEGIN_NAMESPACE
 //! PE dst.pe()'s elements, then stores `value` into its signal (cuStreamWriteValue64, preceded by a system-wide
 //! fence); the future completes when both are done. signal_op::set only (errc::unsupported for add: use device code).
 template <class T, std::size_t E, class Range>
-  requires contiguous_range_of<Range, T>
-future<> put_signal(cudaStream_t stream, const pe_span<T, E>& dst, Range&& source, const pe_signal& sig,
-                    std::uint64_t value, signal_op op) {
-  static_assert(!std::is_const_v<T>, "symm::put_signal: cannot put into a pe_span<const T>: the remote data is const");
-  static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>,
-                "symm::put_signal between static extents that differ");
-  detail::require_cuda_backend(dst.world(), "symm::put_signal(stream, ...)");
-  detail::check_signal_pe(dst.pe(), sig.pe(), "symm::put_signal(stream, ...)");
-  detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put_signal(stream, ...)");
-  detail::put_signal_on(stream, dst.address(), std::ranges::data(source), dst.size_bytes(), sig, value, op,
-                        "symm::put_signal(stream, ...)");
-  return future<>(std::make_shared<detail::stream_completion>(stream));
-}
+  requires contiguous_range_of<Range, T> future<>
+  put_signal(cudaStream_t stream, const pe_span<T, E>& dst, Range&& source, const pe_signal& sig, std::uint64_t value,
+             signal_op op) {
+    static_assert(!std::is_const_v<T>, "symm::put_signal: cannot put into a pe_span<const T>: the remote data is "
+                                       "const");
+    static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>, "symm::put_signal between static "
+                                                                                "extents that differ");
+    detail::require_cuda_backend(dst.world(), "symm::put_signal(stream, ...)");
+    detail::check_signal_pe(dst.pe(), sig.pe(), "symm::put_signal(stream, ...)");
+    detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put_signal(stream, ...)");
+    detail::put_signal_on(stream, dst.address(), std::ranges::data(source), dst.size_bytes(), sig, value, op,
+                          "symm::put_signal(stream, ...)");
+    return future<>(std::make_shared<detail::stream_completion>(stream));
+  }
 
 SYMM_END_NAMESPACE
 #endif

@@ -20,7 +20,8 @@ SYMM_BEGIN_NAMESPACE
 //!
 //! Trivially copyable: pass it to kernels by value (a symm::array converts to it implicitly). It is valid while the
 //! symm::array it came from lives. `local()` is this PE's part; `symm::remote(ref, pe)` is PE pe's part.
-template <class T, std::size_t Extent = dynamic_extent> class array_ref {
+template <class T, std::size_t Extent = dynamic_extent>
+class array_ref {
   static_assert(transportable<T>, "symm::array<T>: T must be trivially copyable (transportable), because puts and "
                                   "gets copy its bytes between PEs");
 
@@ -38,10 +39,10 @@ public:
   }
   //! array_ref<const T> from array_ref<T>.
   template <class U>
-    requires std::is_convertible_v<U (*)[], T (*)[]>
-  SYMM_HOST_DEVICE array_ref(const array_ref<U, Extent>& other) noexcept
-      : array_ref(other.world(), other.host_peers(), other.device_peers(), other.offset(), other.size(),
-                  other.my_pe(), other.n_pes()) {}
+    requires std::is_convertible_v<U (*)[], T (*)[]> SYMM_HOST_DEVICE array_ref(const array_ref<U, Extent>& other)
+  noexcept
+      : array_ref(other.world(), other.host_peers(), other.device_peers(), other.offset(), other.size(), other.my_pe(),
+                  other.n_pes()) {}
 
   //! This PE's elements. On the CUDA backend this is device memory: read it in kernels, or copy it from the host.
   [[nodiscard]] SYMM_HOST_DEVICE cuda::std::span<T, Extent> local() const noexcept {
@@ -88,7 +89,8 @@ private:
 static_assert(std::is_trivially_copyable_v<array_ref<float>>, "array_ref travels to kernels by value");
 
 //! The kernel-side name of a symmetric array view (same type as array_ref).
-template <class T, std::size_t Extent = dynamic_extent> using device_array = array_ref<T, Extent>;
+template <class T, std::size_t Extent = dynamic_extent>
+using device_array = array_ref<T, Extent>;
 
 //! A symmetric array: `size()` elements of T at the same heap offset on every PE.
 //!
@@ -103,7 +105,8 @@ template <class T, std::size_t Extent = dynamic_extent> using device_array = arr
 //!   symm::array<int, 16> flags(world);         // static extent
 //!   symm::remote(dst, 1) = src.local();        // put into PE 1's dst
 //! \endcode
-template <class T, std::size_t Extent = dynamic_extent> class array {
+template <class T, std::size_t Extent = dynamic_extent>
+class array {
   static_assert(transportable<T>, "symm::array<T>: T must be trivially copyable (transportable), because puts and "
                                   "gets copy its bytes between PEs");
 
@@ -113,16 +116,11 @@ public:
   static constexpr std::size_t extent = Extent;
 
   //! Collective allocation of `count` elements (dynamic extent).
-  array(const world& w, std::size_t count)
-    requires(Extent == dynamic_extent)
-      : array(w.state(), count) {}
+  array(const world& w, std::size_t count) requires(Extent == dynamic_extent) : array(w.state(), count) {}
   //! Collective allocation of Extent elements (static extent).
-  explicit array(const world& w)
-    requires(Extent != dynamic_extent)
-      : array(w.state(), Extent) {}
+  explicit array(const world& w) requires(Extent != dynamic_extent) : array(w.state(), Extent) {}
 
-  array(array&& other) noexcept
-      : world_(std::move(other.world_)), ref_(other.ref_), uncaught_(other.uncaught_) {}
+  array(array&& other) noexcept : world_(std::move(other.world_)), ref_(other.ref_), uncaught_(other.uncaught_) {}
   array& operator=(array&& other) noexcept {
     if (this != &other) {
       release();
@@ -153,9 +151,7 @@ public:
   operator array_ref<T, Extent>() const { return ref(); }
   template <class U = T>
     requires(!std::is_const_v<U>)
-  operator array_ref<const T, Extent>() const {
-    return ref();
-  }
+  operator array_ref<const T, Extent>() const { return ref(); }
 
   //! Collective early free: what the destructor does, but errors are thrown rather than printed.
   void reset() {
@@ -205,7 +201,8 @@ private:
 };
 
 //! Kernel-side view of a symm::scalar: one element at the same offset on every PE.
-template <class T> class scalar_ref {
+template <class T>
+class scalar_ref {
 public:
   scalar_ref() = default;
   SYMM_HOST_DEVICE explicit scalar_ref(const array_ref<T, 1>& element) noexcept : element_(element) {}
@@ -218,7 +215,8 @@ private:
 };
 
 //! A symmetric single value: `symm::remote(s, pe)` is a pe_ref<T>. Collective like symm::array.
-template <class T> class scalar {
+template <class T>
+class scalar {
 public:
   explicit scalar(const world& w) : element_(w) {}
   //! This PE's value. On the CUDA backend it is device memory: use remote(s, my_pe) from host code.
@@ -231,9 +229,13 @@ private:
   array<T, 1> element_;
 };
 
-template <class T, std::size_t E> inline constexpr bool enable_symmetric_object<array<T, E>> = true;
-template <class T, std::size_t E> inline constexpr bool enable_symmetric_object<array_ref<T, E>> = true;
-template <class T> inline constexpr bool enable_symmetric_object<scalar<T>> = true;
-template <class T> inline constexpr bool enable_symmetric_object<scalar_ref<T>> = true;
+template <class T, std::size_t E>
+inline constexpr bool enable_symmetric_object<array<T, E>> = true;
+template <class T, std::size_t E>
+inline constexpr bool enable_symmetric_object<array_ref<T, E>> = true;
+template <class T>
+inline constexpr bool enable_symmetric_object<scalar<T>> = true;
+template <class T>
+inline constexpr bool enable_symmetric_object<scalar_ref<T>> = true;
 
 SYMM_END_NAMESPACE

@@ -50,7 +50,8 @@ enum class cmp { eq, ne, gt, ge, lt, le };
 inline constexpr std::size_t no_index = static_cast<std::size_t>(-1);
 
 //! `a <c> b`.
-template <class T> [[nodiscard]] SYMM_HOST_DEVICE constexpr bool compare(const T& a, cmp c, const T& b) noexcept {
+template <class T>
+[[nodiscard]] SYMM_HOST_DEVICE constexpr bool compare(const T& a, cmp c, const T& b) noexcept {
   switch (c) {
     case cmp::eq: return a == b;
     case cmp::ne: return a != b;
@@ -64,13 +65,16 @@ template <class T> [[nodiscard]] SYMM_HOST_DEVICE constexpr bool compare(const T
 
 namespace detail {
 
-template <class T> SYMM_HOST_DEVICE constexpr void require_wait_word() {
-  static_assert(atomic_integer<T>, "symm::wait_until / test: the word must be an integer of 4 or 8 bytes (int, "
-                                   "unsigned, long, unsigned long, long long, unsigned long long, e.g. std::int32_t "
-                                   "or std::uint64_t); other types cannot be read atomically everywhere");
+template <class T>
+SYMM_HOST_DEVICE constexpr void require_wait_word() {
+  static_assert(atomic_integer<T>,
+                "symm::wait_until / test: the word must be an integer of 4 or 8 bytes (int, "
+                "unsigned, long, unsigned long, long long, unsigned long long, e.g. std::int32_t "
+                "or std::uint64_t); other types cannot be read atomically everywhere");
 }
 
-template <class T> [[nodiscard]] SYMM_HOST_DEVICE SYMM_FORCEINLINE std::remove_cv_t<T> acquire_load(T* word) {
+template <class T>
+[[nodiscard]] SYMM_HOST_DEVICE SYMM_FORCEINLINE std::remove_cv_t<T> acquire_load(T* word) {
   return system_atomic(word).load(cuda::memory_order_acquire);
 }
 
@@ -87,8 +91,10 @@ inline const world_state& host_wait_world(const void* word, const char* what) {
 
 inline void check_status_size(std::size_t words, std::size_t status, const char* what) {
   if (status != 0 && status != words) {
-    SYMM_THROW(errc::extent_mismatch, "{}: the status span has {} entries but there are {} words; pass one entry per "
-               "word (0 = included), or none", what, status, words);
+    SYMM_THROW(errc::extent_mismatch,
+               "{}: the status span has {} entries but there are {} words; pass one entry per "
+               "word (0 = included), or none",
+               what, status, words);
   }
 }
 
@@ -135,9 +141,9 @@ SYMM_HOST_DEVICE std::remove_cv_t<T> wait_until(T& word, cmp c, std::type_identi
                }),
                ({
                  const auto& world = detail::host_wait_world(&word, "symm::wait_until");
-                 return detail::host_wait(world, detail::heap_owner(world, &word), &word,
-                                          [&](std::remove_cv_t<T> v) { return compare(v, c, value); },
-                                          "symm::wait_until");
+                 return detail::host_wait(
+                     world, detail::heap_owner(world, &word), &word,
+                     [&](std::remove_cv_t<T> v) { return compare(v, c, value); }, "symm::wait_until");
                }))
 }
 
@@ -149,11 +155,12 @@ SYMM_HOST_DEVICE std::remove_cv_t<T> wait_until(T* word, cmp c, std::type_identi
 
 //! wait_until on this PE's value of a symmetric scalar (host: a symm::scalar; device: its scalar_ref).
 template <class T>
-SYMM_HOST_DEVICE std::remove_cv_t<T> wait_until(const scalar_ref<T>& word, cmp c,
-                                                std::type_identity_t<std::remove_cv_t<T>> value) {
+SYMM_HOST_DEVICE std::remove_cv_t<T>
+wait_until(const scalar_ref<T>& word, cmp c, std::type_identity_t<std::remove_cv_t<T>> value) {
   return wait_until(word.local(), c, value);
 }
-template <class T> std::remove_cv_t<T> wait_until(const scalar<T>& word, cmp c, std::type_identity_t<T> value) {
+template <class T>
+std::remove_cv_t<T> wait_until(const scalar<T>& word, cmp c, std::type_identity_t<T> value) {
   return wait_until(word.ref(), c, value);
 }
 
@@ -162,7 +169,7 @@ template <class T>
   requires(!std::is_pointer_v<T> && !symmetric_object<T>)
 [[nodiscard]] SYMM_HOST_DEVICE bool test(T& word, cmp c, std::type_identity_t<std::remove_cv_t<T>> value) {
   detail::require_wait_word<T>();
-  NV_IF_TARGET(NV_IS_HOST, ((void)detail::host_wait_world(&word, "symm::test");))
+  NV_IF_TARGET(NV_IS_HOST, ((void) detail::host_wait_world(&word, "symm::test");))
   return compare(detail::acquire_load(&word), c, value);
 }
 template <class T>
@@ -170,88 +177,91 @@ template <class T>
   return test(*word, c, value);
 }
 template <class T>
-[[nodiscard]] SYMM_HOST_DEVICE bool test(const scalar_ref<T>& word, cmp c,
-                                         std::type_identity_t<std::remove_cv_t<T>> value) {
+[[nodiscard]] SYMM_HOST_DEVICE bool
+test(const scalar_ref<T>& word, cmp c, std::type_identity_t<std::remove_cv_t<T>> value) {
   return test(word.local(), c, value);
 }
-template <class T> [[nodiscard]] bool test(const scalar<T>& word, cmp c, std::type_identity_t<T> value) {
+template <class T>
+[[nodiscard]] bool test(const scalar<T>& word, cmp c, std::type_identity_t<T> value) {
   return test(word.ref(), c, value);
 }
 
 //! Waits until every included word satisfies `word <c> value` (see the header comment for status).
 template <class T, std::size_t E>
-SYMM_HOST_DEVICE void wait_until_all(cuda::std::span<T, E> words, cmp c,
-                                     std::type_identity_t<std::remove_cv_t<T>> value,
-                                     cuda::std::span<const int> status = {}) {
+SYMM_HOST_DEVICE void
+wait_until_all(cuda::std::span<T, E> words, cmp c, std::type_identity_t<std::remove_cv_t<T>> value,
+               cuda::std::span<const int> status = {}) {
   detail::require_wait_word<T>();
   NV_IF_TARGET(NV_IS_HOST, (detail::check_status_size(words.size(), status.size(), "symm::wait_until_all");))
   for (std::size_t i = 0; i < words.size(); ++i) {
-    if (detail::included(status, i)) (void)wait_until(words[i], c, value);
+    if (detail::included(status, i)) (void) wait_until(words[i], c, value);
   }
 }
 
 //! Waits until some included word satisfies `word <c> value`; returns its index, or no_index when none is included.
 template <class T, std::size_t E>
-[[nodiscard]] SYMM_HOST_DEVICE std::size_t wait_until_any(cuda::std::span<T, E> words, cmp c,
-                                                          std::type_identity_t<std::remove_cv_t<T>> value,
-                                                          cuda::std::span<const int> status = {}) {
+[[nodiscard]] SYMM_HOST_DEVICE std::size_t
+wait_until_any(cuda::std::span<T, E> words, cmp c, std::type_identity_t<std::remove_cv_t<T>> value,
+               cuda::std::span<const int> status = {}) {
   detail::require_wait_word<T>();
   std::size_t found = no_index;
-  NV_IF_TARGET(NV_IS_DEVICE, ({
-                 if (!detail::any_included(words, status)) return no_index;
-                 detail::device_wait_until(
-                     [&] { return (found = detail::scan<true>(words, {}, c, value, status)) != no_index; },
-                     "symm::wait_until_any", -1, -1);
-               }),
-               ({
-                 detail::check_status_size(words.size(), status.size(), "symm::wait_until_any");
-                 if (!detail::any_included(words, status)) return no_index;
-                 const auto& world = detail::host_wait_world(words.data(), "symm::wait_until_any");
-                 detail::host_poll(
-                     world, [&] { return (found = detail::scan<true>(words, {}, c, value, status)) != no_index; },
-                     "symm::wait_until_any");
-               }))
+  NV_IF_TARGET(
+      NV_IS_DEVICE, ({
+        if (!detail::any_included(words, status)) return no_index;
+        detail::device_wait_until([&] { return (found = detail::scan<true>(words, {}, c, value, status)) != no_index; },
+                                  "symm::wait_until_any", -1, -1);
+      }),
+      ({
+        detail::check_status_size(words.size(), status.size(), "symm::wait_until_any");
+        if (!detail::any_included(words, status)) return no_index;
+        const auto& world = detail::host_wait_world(words.data(), "symm::wait_until_any");
+        detail::host_poll(
+            world, [&] { return (found = detail::scan<true>(words, {}, c, value, status)) != no_index; },
+            "symm::wait_until_any");
+      }))
   return found;
 }
 
 //! Waits until at least one included word satisfies `word <c> value`; stores the indices of those that do into
 //! `indices` (at least words.size() entries) and returns how many; 0 when none is included.
 template <class T, std::size_t E>
-SYMM_HOST_DEVICE std::size_t wait_until_some(cuda::std::span<T, E> words, cuda::std::span<std::size_t> indices, cmp c,
-                                             std::type_identity_t<std::remove_cv_t<T>> value,
-                                             cuda::std::span<const int> status = {}) {
+SYMM_HOST_DEVICE std::size_t
+wait_until_some(cuda::std::span<T, E> words, cuda::std::span<std::size_t> indices, cmp c,
+                std::type_identity_t<std::remove_cv_t<T>> value, cuda::std::span<const int> status = {}) {
   detail::require_wait_word<T>();
   std::size_t count = 0;
-  NV_IF_TARGET(NV_IS_DEVICE, ({
-                 if (!detail::any_included(words, status)) return 0;
-                 detail::device_wait_until(
-                     [&] { return (count = detail::scan<false>(words, indices, c, value, status)) != 0; },
-                     "symm::wait_until_some", -1, -1);
-               }),
-               ({
-                 detail::check_status_size(words.size(), status.size(), "symm::wait_until_some");
-                 if (indices.size() < words.size()) {
-                   SYMM_THROW(errc::invalid_argument, "symm::wait_until_some: indices has {} entries but there are "
-                              "{} words; it must be able to hold every index", indices.size(), words.size());
-                 }
-                 if (!detail::any_included(words, status)) return 0;
-                 const auto& world = detail::host_wait_world(words.data(), "symm::wait_until_some");
-                 detail::host_poll(
-                     world, [&] { return (count = detail::scan<false>(words, indices, c, value, status)) != 0; },
-                     "symm::wait_until_some");
-               }))
+  NV_IF_TARGET(
+      NV_IS_DEVICE, ({
+        if (!detail::any_included(words, status)) return 0;
+        detail::device_wait_until([&] { return (count = detail::scan<false>(words, indices, c, value, status)) != 0; },
+                                  "symm::wait_until_some", -1, -1);
+      }),
+      ({
+        detail::check_status_size(words.size(), status.size(), "symm::wait_until_some");
+        if (indices.size() < words.size()) {
+          SYMM_THROW(errc::invalid_argument,
+                     "symm::wait_until_some: indices has {} entries but there are "
+                     "{} words; it must be able to hold every index",
+                     indices.size(), words.size());
+        }
+        if (!detail::any_included(words, status)) return 0;
+        const auto& world = detail::host_wait_world(words.data(), "symm::wait_until_some");
+        detail::host_poll(
+            world, [&] { return (count = detail::scan<false>(words, indices, c, value, status)) != 0; },
+            "symm::wait_until_some");
+      }))
   return count;
 }
 
 //! Whether every included word satisfies `word <c> value` now.
 template <class T, std::size_t E>
-[[nodiscard]] SYMM_HOST_DEVICE bool test_all(cuda::std::span<T, E> words, cmp c,
-                                             std::type_identity_t<std::remove_cv_t<T>> value,
-                                             cuda::std::span<const int> status = {}) {
+[[nodiscard]] SYMM_HOST_DEVICE bool
+test_all(cuda::std::span<T, E> words, cmp c, std::type_identity_t<std::remove_cv_t<T>> value,
+         cuda::std::span<const int> status = {}) {
   detail::require_wait_word<T>();
   NV_IF_TARGET(NV_IS_HOST, ({
                  detail::check_status_size(words.size(), status.size(), "symm::test_all");
-                 if (!words.empty()) (void)detail::host_wait_world(words.data(), "symm::test_all");
+                 if (!words.empty()) (void) detail::host_wait_world(words.data(), "symm::test_all");
                }))
   for (std::size_t i = 0; i < words.size(); ++i) {
     if (detail::included(status, i) && !compare(detail::acquire_load(&words[i]), c, value)) return false;
@@ -261,22 +271,22 @@ template <class T, std::size_t E>
 
 //! The index of an included word that satisfies `word <c> value` now, or no_index.
 template <class T, std::size_t E>
-[[nodiscard]] SYMM_HOST_DEVICE std::size_t test_any(cuda::std::span<T, E> words, cmp c,
-                                                    std::type_identity_t<std::remove_cv_t<T>> value,
-                                                    cuda::std::span<const int> status = {}) {
+[[nodiscard]] SYMM_HOST_DEVICE std::size_t
+test_any(cuda::std::span<T, E> words, cmp c, std::type_identity_t<std::remove_cv_t<T>> value,
+         cuda::std::span<const int> status = {}) {
   detail::require_wait_word<T>();
   NV_IF_TARGET(NV_IS_HOST, ({
                  detail::check_status_size(words.size(), status.size(), "symm::test_any");
-                 if (!words.empty()) (void)detail::host_wait_world(words.data(), "symm::test_any");
+                 if (!words.empty()) (void) detail::host_wait_world(words.data(), "symm::test_any");
                }))
   return detail::scan<true>(words, {}, c, value, status);
 }
 
 //! Stores the indices of the included words that satisfy `word <c> value` now into `indices`; returns their count.
 template <class T, std::size_t E>
-[[nodiscard]] SYMM_HOST_DEVICE std::size_t test_some(cuda::std::span<T, E> words, cuda::std::span<std::size_t> indices,
-                                                     cmp c, std::type_identity_t<std::remove_cv_t<T>> value,
-                                                     cuda::std::span<const int> status = {}) {
+[[nodiscard]] SYMM_HOST_DEVICE std::size_t
+test_some(cuda::std::span<T, E> words, cuda::std::span<std::size_t> indices, cmp c,
+          std::type_identity_t<std::remove_cv_t<T>> value, cuda::std::span<const int> status = {}) {
   detail::require_wait_word<T>();
   NV_IF_TARGET(NV_IS_HOST, ({
                  detail::check_status_size(words.size(), status.size(), "symm::test_some");
@@ -284,7 +294,7 @@ template <class T, std::size_t E>
                    SYMM_THROW(errc::invalid_argument, "symm::test_some: indices has {} entries but there are {} words",
                               indices.size(), words.size());
                  }
-                 if (!words.empty()) (void)detail::host_wait_world(words.data(), "symm::test_some");
+                 if (!words.empty()) (void) detail::host_wait_world(words.data(), "symm::test_some");
                }))
   return detail::scan<false>(words, indices, c, value, status);
 }

@@ -24,10 +24,10 @@ public:
   //! Channel `channel`'s flags on PE `pe`: n_pes() arrival words, then that PE's epoch counter.
   [[nodiscard]] SYMM_HOST_DEVICE std::uint64_t* barrier_flags(int pe, int channel) const noexcept {
     std::byte* base = nullptr;
-    NV_IF_TARGET(NV_IS_DEVICE,
-                 (base = reinterpret_cast<std::byte*>(
-                      __ldg(reinterpret_cast<const unsigned long long*>(device_peers_ + pe)));),
-                 (base = host_peers_[pe];))
+    NV_IF_TARGET(
+        NV_IS_DEVICE,
+        (base = reinterpret_cast<std::byte*>(__ldg(reinterpret_cast<const unsigned long long*>(device_peers_ + pe)));),
+        (base = host_peers_[pe];))
     return reinterpret_cast<std::uint64_t*>(base + system_offset_) +
            static_cast<std::size_t>(channel) * (static_cast<std::size_t>(n_pes_) + 1);
   }

@@ -2,4 +2,6 @@
 // The non-fetching forms are writes too.
 #include <symm/pe_ref.hpp>
 
-void bump(const symm::pe_ref<const unsigned long long>& r) { r.add(1); }
+void bump(const symm::pe_ref<const unsigned long long>& r) {
+  r.add(1);
+}

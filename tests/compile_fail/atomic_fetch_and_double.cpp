@@ -2,4 +2,6 @@
 // Bitwise atomics on a double do not compile (fetch_add does: see atomic_ok.cpp).
 #include <symm/pe_ref.hpp>
 
-double mask(const symm::pe_ref<double>& r) { return r.fetch_and(1.0); }
+double mask(const symm::pe_ref<double>& r) {
+  return r.fetch_and(1.0);
+}

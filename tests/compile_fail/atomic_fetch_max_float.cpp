@@ -2,4 +2,6 @@
 // min/max atomics take integers only.
 #include <symm/pe_ref.hpp>
 
-float highest(const symm::pe_ref<float>& r) { return r.fetch_max(1.0f); }
+float highest(const symm::pe_ref<float>& r) {
+  return r.fetch_max(1.0f);
+}

@@ -7,10 +7,11 @@
 
 #include <cstdint>
 
-template <class T> T integer_ops(const symm::pe_ref<T>& r) {
+template <class T>
+T integer_ops(const symm::pe_ref<T>& r) {
   T e = 0;
   r.store(1, cuda::memory_order_release);
-  (void)r.compare_exchange(e, 2, cuda::memory_order_acq_rel);
+  (void) r.compare_exchange(e, 2, cuda::memory_order_acq_rel);
   r.add(1);
   r.sub(1);
   r.bit_and(1);
@@ -20,10 +21,11 @@ template <class T> T integer_ops(const symm::pe_ref<T>& r) {
          r.fetch_or(1) + r.fetch_xor(1) + r.fetch_min(1) + r.fetch_max(1);
 }
 
-template <class T> T float_ops(const symm::pe_ref<T>& r) {
+template <class T>
+T float_ops(const symm::pe_ref<T>& r) {
   T e = 0;
   r.store(1);
-  (void)r.compare_exchange(e, 2);
+  (void) r.compare_exchange(e, 2);
   r.add(1);
   r.sub(1);
   return r.load() + r.exchange(3) + r.fetch_add(1) + r.fetch_sub(1, cuda::memory_order_relaxed);
@@ -35,9 +37,10 @@ int all(const symm::pe_ref<int>& a, const symm::pe_ref<unsigned>& b, const symm:
         const symm::pe_span<int>& data, const symm::pe_signal& sig, const symm::signal_ref& mine) {
   int v[1] = {0};
   symm::put_signal(data, v, sig, 1, symm::signal_op::add);
-  (void)symm::signal_wait_until(mine, symm::cmp::ge, 1);
-  return integer_ops(a) + static_cast<int>(integer_ops(b) + integer_ops(c) + integer_ops(d) + integer_ops(e) +
-                                           float_ops(f) + float_ops(g)) +
+  (void) symm::signal_wait_until(mine, symm::cmp::ge, 1);
+  return integer_ops(a) +
+         static_cast<int>(
+             integer_ops(b) + integer_ops(c) + integer_ops(d) + integer_ops(e) + float_ops(f) + float_ops(g)) +
          h.load() + symm::wait_until(word, symm::cmp::ne, 0) +
          static_cast<int>(symm::wait_until(word64, symm::cmp::eq, 1)) + symm::test(&word, symm::cmp::lt, 3);
 }

@@ -2,4 +2,6 @@
 // Constness goes through the element type: remote(const_array, pe)[i] can be loaded, not stored or updated.
 #include <symm/pe_ref.hpp>
 
-void write(const symm::pe_ref<const int>& r) { r.store(1); }
+void write(const symm::pe_ref<const int>& r) {
+  r.store(1);
+}

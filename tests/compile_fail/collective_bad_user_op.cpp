@@ -6,6 +6,10 @@ struct takes_one {
   int operator()(int a) const { return a; }
 };
 
-void f(const symm::team& t, symm::array<int>& dst, symm::array<int>& src) { symm::allreduce(t, dst, src, takes_one{}); }
+void f(const symm::team& t, symm::array<int>& dst, symm::array<int>& src) {
+  symm::allreduce(t, dst, src, takes_one{});
+}
 
-int main() { return 0; }
+int main() {
+  return 0;
+}

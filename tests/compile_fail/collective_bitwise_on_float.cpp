@@ -6,4 +6,6 @@ void sum_bits(const symm::team& t, symm::array<float>& dst, symm::array<float>& 
   symm::allreduce(t, dst, src, symm::bit_and{});
 }
 
-int main() { return 0; }
+int main() {
+  return 0;
+}

@@ -8,4 +8,6 @@ void scatter_bits(const symm::team& t, symm::array<double>& dst, symm::array<dou
   symm::reduce_scatter(t, dst, src, cuda::std::bit_xor<>{});
 }
 
-int main() { return 0; }
+int main() {
+  return 0;
+}

@@ -24,4 +24,6 @@ void f(const symm::team& t, symm::array<float>& fd, symm::array<float>& fs, symm
   symm::reduce_scatter(t, two, ss, symm::max{});
 }
 
-int main() { return 0; }
+int main() {
+  return 0;
+}

@@ -6,4 +6,6 @@ void f(const symm::team& t, symm::array<float, 8>& dst, symm::array<float, 4>& s
   symm::allreduce(t, dst, src, symm::plus{});
 }
 
-int main() { return 0; }
+int main() {
+  return 0;
+}

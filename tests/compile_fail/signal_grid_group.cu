@@ -1,6 +1,6 @@
-// expect-error: symm::put_signal: the signal must follow every thread's part of the copy.*a grid group can only do that under a cooperative launch
-// A grid group cannot synchronise outside a cooperative launch, so it cannot order one signal after the whole grid's
-// copy: device put_signal takes a block, a warp tile or symm::this_thread().
+// expect-error: symm::put_signal: the signal must follow every thread's part of the copy.*a grid group can only do that
+// under a cooperative launch A grid group cannot synchronise outside a cooperative launch, so it cannot order one
+// signal after the whole grid's copy: device put_signal takes a block, a warp tile or symm::this_thread().
 #include <symm/signal.hpp>
 
 #include <cooperative_groups.h>

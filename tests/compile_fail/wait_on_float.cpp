@@ -2,4 +2,6 @@
 // Point-to-point waits compare integer words (OpenSHMEM's rule); a float flag does not compile.
 #include <symm/wait.hpp>
 
-float wait_for(float& flag) { return symm::wait_until(flag, symm::cmp::ge, 1.0f); }
+float wait_for(float& flag) {
+  return symm::wait_until(flag, symm::cmp::ge, 1.0f);
+}

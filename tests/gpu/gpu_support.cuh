@@ -3,22 +3,23 @@
 // forking), and checked CUDA calls inside PEs.
 #pragma once
 
-#include "../pe_check.hpp"
-
 #include <symm/symm.hpp>
 
 #include <cuda_runtime.h>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 
+#include "../pe_check.hpp"
+
 #define GPU_CHECK(call)                                                                                                \
   do {                                                                                                                 \
     cudaError_t gpu_status_ = (call);                                                                                  \
     if (gpu_status_ != cudaSuccess) {                                                                                  \
-      throw std::runtime_error(::fmt::format("{}:{}: {} failed: {}", __FILE__, __LINE__, #call,                        \
-                                             cudaGetErrorString(gpu_status_)));                                        \
+      throw std::runtime_error(                                                                                        \
+          ::fmt::format("{}:{}: {} failed: {}", __FILE__, __LINE__, #call, cudaGetErrorString(gpu_status_)));          \
     }                                                                                                                  \
   } while (0)
 
@@ -45,7 +46,8 @@ inline symm::world_options gpu_options() {
 }
 
 //! The same body on n PEs: as processes, then as threads of one (forked) process sharing the CUDA context.
-template <class Fn> void on_gpu_pes(int n, Fn body, symm::world_options options = gpu_options()) {
+template <class Fn>
+void on_gpu_pes(int n, Fn body, symm::world_options options = gpu_options()) {
   symm::launch(n, body, {.mode = symm::launch_mode::processes, .world = options});
   symm::launch(1, [&] { symm::launch(n, body, {.mode = symm::launch_mode::threads, .world = options}); });
 }
@@ -56,24 +58,28 @@ inline void fill_now(void* device, int byte, std::size_t bytes) {
   GPU_CHECK(cudaDeviceSynchronize());
 }
 
-template <class T> T* device_copy_of(const std::vector<T>& host) {
+template <class T>
+T* device_copy_of(const std::vector<T>& host) {
   T* d = nullptr;
   GPU_CHECK(cudaMalloc(&d, host.size() * sizeof(T)));
   GPU_CHECK(cudaMemcpy(d, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
   return d;
 }
 
-template <class T> std::vector<T> host_copy_of(const T* device, std::size_t n) {
+template <class T>
+std::vector<T> host_copy_of(const T* device, std::size_t n) {
   std::vector<T> host(n);
   GPU_CHECK(cudaMemcpy(host.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost));
   return host;
 }
 
 //! Copies this PE's part of a symmetric array to the host.
-template <class T, std::size_t E> std::vector<T> local_to_host(const symm::array<T, E>& a) {
+template <class T, std::size_t E>
+std::vector<T> local_to_host(const symm::array<T, E>& a) {
   return host_copy_of(a.local().data(), a.size());
 }
-template <class T, std::size_t E> void host_to_local(const symm::array<T, E>& a, const std::vector<T>& values) {
+template <class T, std::size_t E>
+void host_to_local(const symm::array<T, E>& a, const std::vector<T>& values) {
   GPU_CHECK(cudaMemcpy(a.local().data(), values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice));
 }
 

@@ -71,7 +71,8 @@ struct error_counter {
 
 //! Zeroes device memory on the PE's stream. Never cudaDeviceSynchronize here: with PEs as threads it would also wait
 //! for the other PEs' kernels, which may be waiting for this PE.
-template <class T> void zero(cudaStream_t stream, T* device, std::size_t n = 1) {
+template <class T>
+void zero(cudaStream_t stream, T* device, std::size_t n = 1) {
   GPU_CHECK(cudaMemsetAsync(device, 0, n * sizeof(T), stream));
 }
 
@@ -199,7 +200,8 @@ __global__ void span_wait_kernel(symm::array_ref<unsigned long long> slots, symm
   constexpr int max_pes = 64;
   std::size_t indices[max_pes];
   int status[max_pes];
-  for (int p = 0; p < n; ++p) status[p] = p == me ? 1 : 0; // my own slot left out
+  for (int p = 0; p < n; ++p)
+    status[p] = p == me ? 1 : 0; // my own slot left out
   auto idx = cuda::std::span<std::size_t>(indices, static_cast<std::size_t>(n));
   auto mask = cuda::std::span<const int>(status, static_cast<std::size_t>(n));
   for (int r = 1; r <= rounds; ++r) {
@@ -232,8 +234,24 @@ __global__ void span_wait_kernel(symm::array_ref<unsigned long long> slots, symm
 // ---- every atomic against a sequential model ------------------------------------------------------------------------
 
 enum op_code : int {
-  op_load, op_store, op_exchange, op_cas_hit, op_cas_miss, op_fetch_add, op_fetch_sub, op_add, op_sub,
-  op_fetch_and, op_fetch_or, op_fetch_xor, op_fetch_min, op_fetch_max, op_bit_and, op_bit_or, op_bit_xor, op_count
+  op_load,
+  op_store,
+  op_exchange,
+  op_cas_hit,
+  op_cas_miss,
+  op_fetch_add,
+  op_fetch_sub,
+  op_add,
+  op_sub,
+  op_fetch_and,
+  op_fetch_or,
+  op_fetch_xor,
+  op_fetch_min,
+  op_fetch_max,
+  op_bit_and,
+  op_bit_or,
+  op_bit_xor,
+  op_count
 };
 
 template <class T>
@@ -281,7 +299,8 @@ __global__ void model_kernel(symm::array_ref<T> slots, int target, int me, const
   results[steps] = r.load();
 }
 
-template <class T> void device_model(symm::world& world) {
+template <class T>
+void device_model(symm::world& world) {
   constexpr bool integer = symm::atomic_integer<T>;
   const int me = world.my_pe(), n = world.n_pes(), target = (me + 1) % n;
   symm::array<T> slots(world, static_cast<std::size_t>(n));
@@ -316,20 +335,27 @@ template <class T> void device_model(symm::world& world) {
     operands[i] = v;
     orders[i] = rmw_orders[rng() % 5];
     cas_expected[i] = op == op_cas_hit ? model : (model == T(7) ? T(8) : T(7));
-    expected[i] = (op == op_store || op == op_add || op == op_sub || op == op_bit_and || op == op_bit_or ||
-                   op == op_bit_xor)
-                      ? T{}
-                      : model;
+    expected[i] =
+        (op == op_store || op == op_add || op == op_sub || op == op_bit_and || op == op_bit_or || op == op_bit_xor)
+            ? T{}
+            : model;
     switch (op) {
-      case op_store: case op_exchange: case op_cas_hit: model = v; break;
-      case op_fetch_add: case op_add: model = wrap(std::plus<>{}, model, v); break;
-      case op_fetch_sub: case op_sub: model = wrap(std::minus<>{}, model, v); break;
+      case op_store:
+      case op_exchange:
+      case op_cas_hit: model = v; break;
+      case op_fetch_add:
+      case op_add: model = wrap(std::plus<>{}, model, v); break;
+      case op_fetch_sub:
+      case op_sub: model = wrap(std::minus<>{}, model, v); break;
       default:
         if constexpr (integer) {
           switch (op) {
-            case op_fetch_and: case op_bit_and: model = model & v; break;
-            case op_fetch_or: case op_bit_or: model = model | v; break;
-            case op_fetch_xor: case op_bit_xor: model = model ^ v; break;
+            case op_fetch_and:
+            case op_bit_and: model = model & v; break;
+            case op_fetch_or:
+            case op_bit_or: model = model | v; break;
+            case op_fetch_xor:
+            case op_bit_xor: model = model ^ v; break;
             case op_fetch_min: model = std::min(model, v); break;
             case op_fetch_max: model = std::max(model, v); break;
           }
@@ -346,8 +372,8 @@ template <class T> void device_model(symm::world& world) {
   GPU_CHECK(cudaStreamSynchronize(nullptr)); // the copies above ran on the legacy stream, which ours does not wait for
   pe_stream s;
   error_counter errors(s.stream);
-  model_kernel<T><<<1, 1, 0, s.stream>>>(slots, target, me, d_ops, d_operands, d_cas, d_orders, steps, d_results,
-                                         errors.count);
+  model_kernel<T>
+      <<<1, 1, 0, s.stream>>>(slots, target, me, d_ops, d_operands, d_cas, d_orders, steps, d_results, errors.count);
   GPU_CHECK(cudaGetLastError());
   GPU_CHECK(cudaStreamSynchronize(s.stream));
   auto results = symm_gpu_test::host_copy_of(d_results, steps + 1);
@@ -368,11 +394,10 @@ template <class T> void device_model(symm::world& world) {
 // ---- host-side put_signal on the CUDA backend; a device consumer ----------------------------------------------------
 
 __global__ void stream_consumer_kernel(symm::array_ref<std::uint32_t> regions, symm::signal_ref ready,
-                                       std::uint64_t seed, int left, int rounds, std::size_t region,
-                                       unsigned* errors) {
+                                       std::uint64_t seed, int left, int rounds, std::size_t region, unsigned* errors) {
   auto block = cg::this_thread_block();
   for (int r = 1; r <= rounds; ++r) {
-    if (block.thread_rank() == 0) (void)symm::signal_wait_until(ready, symm::cmp::ge, static_cast<std::uint64_t>(r));
+    if (block.thread_rank() == 0) (void) symm::signal_wait_until(ready, symm::cmp::ge, static_cast<std::uint64_t>(r));
     block.sync();
     const std::size_t size = message_size(seed, left, static_cast<std::uint64_t>(r), region);
     const std::uint32_t* mine = regions.local().data() + static_cast<std::size_t>(r - 1) * region;
@@ -385,8 +410,8 @@ __global__ void stream_consumer_kernel(symm::array_ref<std::uint32_t> regions, s
 
 } // namespace
 
-TEST_CASE("device fetch_add from every thread of every PE: the counter ends exact, each old value once",
-          "[gpu][atomics]") {
+TEST_CASE("device fetch_add from every thread of every PE: the counter ends exact, each old value once", "[gpu]["
+                                                                                                         "atomics]") {
   CAPTURE(symm_test::seed());
   for (int n : {2, 4, 8}) {
     CAPTURE(n);
@@ -447,8 +472,8 @@ TEST_CASE("a compare_exchange lock in device code guards a non-atomic read-modif
   }
 }
 
-TEST_CASE("device put_signal pipeline: the consumer block checks every element after signal_wait_until",
-          "[gpu][signal]") {
+TEST_CASE("device put_signal pipeline: the consumer block checks every element after signal_wait_until", "[gpu]["
+                                                                                                         "signal]") {
   CAPTURE(symm_test::seed());
   for (int n : {2, 4, 8}) {
     CAPTURE(n);
@@ -526,14 +551,15 @@ TEST_CASE("host code on the CUDA backend: put_signal on a stream; atomics and wa
     symm::scalar<int> flag(world);
     pe_stream consumer, producer;
     error_counter errors(consumer.stream);
-    stream_consumer_kernel<<<1, 256, 0, consumer.stream>>>(regions, ready, symm_test::seed(), left, rounds, region,
-                                                           errors.count);
+    stream_consumer_kernel<<<1, 256, 0, consumer.stream>>>(
+        regions, ready, symm_test::seed(), left, rounds, region, errors.count);
     GPU_CHECK(cudaGetLastError());
     for (int r = 1; r <= rounds; ++r) {
       const auto round = static_cast<std::uint64_t>(r);
       const std::size_t size = message_size(symm_test::seed(), me, round, region);
       std::vector<std::uint32_t> data(size);
-      for (std::size_t i = 0; i < size; ++i) data[i] = payload(symm_test::seed(), me, round, i);
+      for (std::size_t i = 0; i < size; ++i)
+        data[i] = payload(symm_test::seed(), me, round, i);
       auto dst = symm::remote(regions, right).subspan(static_cast<std::size_t>(r - 1) * region, size);
       // Each round completes before the next starts, so the signal values arrive in order whatever the stream.
       if (r % 3 == 0) {
@@ -554,18 +580,18 @@ TEST_CASE("host code on the CUDA backend: put_signal on a stream; atomics and wa
     PE_REQUIRE_ERROR(symm::put_signal(symm::remote(regions, right).first(1), one, symm::remote(ready, right), 1,
                                       symm::signal_op::add),
                      symm::errc::unsupported, "signal_op::add", "device code");
-    PE_REQUIRE_ERROR((void)symm::remote(flag, right).fetch_add(1), symm::errc::unsupported, "fetch_add",
+    PE_REQUIRE_ERROR((void) symm::remote(flag, right).fetch_add(1), symm::errc::unsupported, "fetch_add",
                      "device code");
     PE_REQUIRE_ERROR(symm::remote(flag, right).store(1), symm::errc::unsupported, "store");
-    PE_REQUIRE_ERROR((void)symm::remote(flag, right).load(), symm::errc::unsupported, "load");
-    PE_REQUIRE_ERROR((void)symm::signal_fetch(ready), symm::errc::unsupported, "signal_fetch");
-    PE_REQUIRE_ERROR((void)symm::signal_wait_until(ready, symm::cmp::ge, 1), symm::errc::unsupported,
+    PE_REQUIRE_ERROR((void) symm::remote(flag, right).load(), symm::errc::unsupported, "load");
+    PE_REQUIRE_ERROR((void) symm::signal_fetch(ready), symm::errc::unsupported, "signal_fetch");
+    PE_REQUIRE_ERROR((void) symm::signal_wait_until(ready, symm::cmp::ge, 1), symm::errc::unsupported,
                      "signal_wait_until");
-    PE_REQUIRE_ERROR((void)symm::wait_until(flag, symm::cmp::eq, 1), symm::errc::unsupported, "wait_until",
+    PE_REQUIRE_ERROR((void) symm::wait_until(flag, symm::cmp::eq, 1), symm::errc::unsupported, "wait_until",
                      "GPU memory");
     int* plain_device = nullptr;
     GPU_CHECK(cudaMalloc(&plain_device, sizeof(int)));
-    PE_REQUIRE_ERROR((void)symm::test(plain_device, symm::cmp::eq, 1), symm::errc::unsupported, "symm::test");
+    PE_REQUIRE_ERROR((void) symm::test(plain_device, symm::cmp::eq, 1), symm::errc::unsupported, "symm::test");
     GPU_CHECK(cudaFree(plain_device));
     // Host memory a kernel could write is fine to wait on from the host.
     int host_word = 3;

@@ -67,30 +67,35 @@ __global__ void get_kernel(symm::array_ref<T> dst, symm::array_ref<T> src, int p
 }
 
 // p and g: one element per thread through pe_ref.
-template <class T> __global__ void p_kernel(symm::array_ref<T> dst, symm::array_ref<T> src, int pe) {
+template <class T>
+__global__ void p_kernel(symm::array_ref<T> dst, symm::array_ref<T> src, int pe) {
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < dst.size(); i += gridDim.x * blockDim.x) {
     symm::remote(dst, pe)[i] = src.local()[i];
   }
 }
-template <class T> __global__ void g_kernel(symm::array_ref<T> dst, symm::array_ref<T> src, int pe) {
+template <class T>
+__global__ void g_kernel(symm::array_ref<T> dst, symm::array_ref<T> src, int pe) {
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < dst.size(); i += gridDim.x * blockDim.x) {
     T v = symm::remote(src, pe)[i];
     dst.local()[i] = v;
   }
 }
 
-template <class T> __global__ void put_nbi_kernel(symm::array_ref<T> dst, symm::array_ref<T> src, int pe) {
+template <class T>
+__global__ void put_nbi_kernel(symm::array_ref<T> dst, symm::array_ref<T> src, int pe) {
   auto block = cg::this_thread_block();
   auto f = symm::put_nbi(block, symm::remote(dst, pe), src.local());
   f.wait();
 }
 
-template <class T> void set_random(const symm::array<T>& a, std::uint64_t stream) {
+template <class T>
+void set_random(const symm::array<T>& a, std::uint64_t stream) {
   symm_gpu_test::host_to_local(a, symm_test::random_values<T>(a.size(), stream));
 }
 
 //! Every PE moves its random data to its right neighbour with each scope, by put and by get, and checks the result.
-template <class T> void exchange_with_all_scopes(symm::world& world, std::size_t count) {
+template <class T>
+void exchange_with_all_scopes(symm::world& world, std::size_t count) {
   int me = world.my_pe(), n = world.n_pes();
   int right = (me + 1) % n, left = (me + n - 1) % n;
   symm::array<T> src(world, count), dst(world, count);
@@ -111,8 +116,8 @@ template <class T> void exchange_with_all_scopes(symm::world& world, std::size_t
       auto got = symm_gpu_test::local_to_host(dst);
       for (std::size_t i = offset; i < offset + len; ++i) {
         if (std::memcmp(&got[i], &from_left[i], sizeof(T)) != 0) {
-          throw std::runtime_error(fmt::format("PE {}: put ({} scope, {} elements at offset {}) element {} differs",
-                                               me, name(s), len, offset, i));
+          throw std::runtime_error(fmt::format(
+              "PE {}: put ({} scope, {} elements at offset {}) element {} differs", me, name(s), len, offset, i));
         }
       }
       symm_gpu_test::fill_now(dst.local().data(), 0xCD, dst.size_bytes());
@@ -122,8 +127,8 @@ template <class T> void exchange_with_all_scopes(symm::world& world, std::size_t
       got = symm_gpu_test::local_to_host(dst);
       for (std::size_t i = offset; i < offset + len; ++i) {
         if (std::memcmp(&got[i], &from_right[i], sizeof(T)) != 0) {
-          throw std::runtime_error(fmt::format("PE {}: get ({} scope, {} elements at offset {}) element {} differs",
-                                               me, name(s), len, offset, i));
+          throw std::runtime_error(fmt::format(
+              "PE {}: get ({} scope, {} elements at offset {}) element {} differs", me, name(s), len, offset, i));
         }
       }
       world.barrier();
@@ -139,8 +144,8 @@ TEMPLATE_TEST_CASE("device put and get in every scope move every element", "[gpu
   for (int n : {2, 4}) {
     CAPTURE(n);
     REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(n, [](symm::world& world) {
-      for (std::size_t count : {std::size_t{1}, std::size_t{3}, std::size_t{1000}, std::size_t{4097},
-                                std::size_t{1} << 20}) {
+      for (std::size_t count :
+           {std::size_t{1}, std::size_t{3}, std::size_t{1000}, std::size_t{4097}, std::size_t{1} << 20}) {
         exchange_with_all_scopes<TestType>(world, count);
       }
     }));
@@ -279,12 +284,15 @@ TEST_CASE("host-side and stream-ordered operations on the CUDA backend", "[gpu][
 }
 
 TEST_CASE("errors on the CUDA backend name the PE and the values", "[gpu][errors]") {
-  REQUIRE_NOTHROW(symm::launch(2, [](symm::world& world) {
-    symm::array<float> a(world, 16);
-    PE_REQUIRE_ERROR((void)symm::remote(a, 2), symm::errc::invalid_pe, "names PE 2", "n_pes = 2");
-    std::vector<float> five(5);
-    PE_REQUIRE_ERROR(symm::remote(a, 0) = five, symm::errc::extent_mismatch, "16 elements", "has 5");
-    PE_REQUIRE_ERROR(symm::array<double>(world, std::size_t{1} << 40), symm::errc::heap_exhausted, "needs");
-    world.barrier();
-  }, {.world = symm_gpu_test::gpu_options()}));
+  REQUIRE_NOTHROW(symm::launch(
+      2,
+      [](symm::world& world) {
+        symm::array<float> a(world, 16);
+        PE_REQUIRE_ERROR((void) symm::remote(a, 2), symm::errc::invalid_pe, "names PE 2", "n_pes = 2");
+        std::vector<float> five(5);
+        PE_REQUIRE_ERROR(symm::remote(a, 0) = five, symm::errc::extent_mismatch, "16 elements", "has 5");
+        PE_REQUIRE_ERROR(symm::array<double>(world, std::size_t{1} << 40), symm::errc::heap_exhausted, "needs");
+        world.barrier();
+      },
+      {.world = symm_gpu_test::gpu_options()}));
 }

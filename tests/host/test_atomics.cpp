@@ -1,9 +1,6 @@
 // Remote atomics, signals and put_signal, point-to-point waits, fence and quiet, on the host backend, as processes and
 // as threads. Every check compares against values that are fresh each run (symm_test::seed()) or against a sequential
 // model, so a lost update, a stale element or a wrong return value fails.
-#include "../pe_check.hpp"
-#include "catch.hpp"
-
 #include <symm/symm.hpp>
 
 #include <algorithm>
@@ -16,13 +13,16 @@
 #include <thread>
 #include <vector>
 
+#include "../pe_check.hpp"
+#include "catch.hpp"
+
 using symm_test::on_pes;
 
 namespace {
 
 std::mt19937_64 rng_for(int pe, std::uint64_t salt) {
-  return std::mt19937_64(symm_test::seed() ^ (static_cast<std::uint64_t>(pe) * 0x9E3779B97F4A7C15ull) ^
-                         (salt * 0xBF58476D1CE4E5B9ull));
+  return std::mt19937_64(
+      symm_test::seed() ^ (static_cast<std::uint64_t>(pe) * 0x9E3779B97F4A7C15ull) ^ (salt * 0xBF58476D1CE4E5B9ull));
 }
 
 //! The value of element i of what `producer` sends in `round` (the consumer recomputes it to check what it got).
@@ -41,7 +41,8 @@ std::size_t random_size(std::mt19937_64& rng, std::size_t max) {
 }
 
 void spin_a_little(std::mt19937_64& rng) {
-  for (auto n = rng() % 64; n > 0; --n) std::this_thread::yield();
+  for (auto n = rng() % 64; n > 0; --n)
+    std::this_thread::yield();
 }
 
 } // namespace
@@ -132,8 +133,8 @@ TEST_CASE("a compare_exchange lock guards a non-atomic read-modify-write: no upd
           std::this_thread::yield();
         }
         PE_REQUIRE_EQ(l.load(cuda::memory_order_relaxed), me + 1);
-        std::int64_t v = s;  // g
-        s = v + 1;           // p: a plain read-modify-write, safe only under the lock
+        std::int64_t v = s; // g
+        s = v + 1;          // p: a plain read-modify-write, safe only under the lock
         l.store(0, cuda::memory_order_release);
       }
       world.barrier();
@@ -145,13 +146,30 @@ TEST_CASE("a compare_exchange lock guards a non-atomic read-modify-write: no upd
 
 namespace {
 enum class op_kind {
-  load, store, exchange, cas_hit, cas_miss, fetch_add, fetch_sub, add, sub,
-  fetch_and, fetch_or, fetch_xor, fetch_min, fetch_max, bit_and, bit_or, bit_xor, count
+  load,
+  store,
+  exchange,
+  cas_hit,
+  cas_miss,
+  fetch_add,
+  fetch_sub,
+  add,
+  sub,
+  fetch_and,
+  fetch_or,
+  fetch_xor,
+  fetch_min,
+  fetch_max,
+  bit_and,
+  bit_or,
+  bit_xor,
+  count
 };
 
 //! Each PE applies a random sequence of atomics to its own slot on another PE, with random memory orders, and checks
 //! every returned value against a sequential model (the other PEs hammer the neighbouring slots meanwhile).
-template <class T> void sequential_model(symm::world& world) {
+template <class T>
+void sequential_model(symm::world& world) {
   constexpr bool integer = symm::atomic_integer<T>;
   const int me = world.my_pe(), n = world.n_pes();
   const int target = (me + 1) % n;
@@ -170,13 +188,13 @@ template <class T> void sequential_model(symm::world& world) {
       return static_cast<T>(f(a, b));
     }
   };
-  const cuda::memory_order rmw_orders[] = {cuda::memory_order_relaxed, cuda::memory_order_acquire,
-                                           cuda::memory_order_release, cuda::memory_order_acq_rel,
-                                           cuda::memory_order_seq_cst};
-  const cuda::memory_order load_orders[] = {cuda::memory_order_relaxed, cuda::memory_order_acquire,
-                                            cuda::memory_order_seq_cst};
-  const cuda::memory_order store_orders[] = {cuda::memory_order_relaxed, cuda::memory_order_release,
-                                             cuda::memory_order_seq_cst};
+  const cuda::memory_order rmw_orders[] = {
+      cuda::memory_order_relaxed, cuda::memory_order_acquire, cuda::memory_order_release, cuda::memory_order_acq_rel,
+      cuda::memory_order_seq_cst};
+  const cuda::memory_order load_orders[] = {
+      cuda::memory_order_relaxed, cuda::memory_order_acquire, cuda::memory_order_seq_cst};
+  const cuda::memory_order store_orders[] = {
+      cuda::memory_order_relaxed, cuda::memory_order_release, cuda::memory_order_seq_cst};
   auto r = symm::remote(slots, target)[static_cast<std::size_t>(me)];
   const auto& read_only = slots;
   auto cr = symm::remote(read_only, target)[static_cast<std::size_t>(me)]; // pe_ref<const T>: load only
@@ -194,8 +212,15 @@ template <class T> void sequential_model(symm::world& world) {
     T next = model;
     switch (kind) {
       case op_kind::load: old = (step & 1) ? r.load(load_orders[rng() % 3]) : cr.load(load_orders[rng() % 3]); break;
-      case op_kind::store: r.store(v, store_orders[rng() % 3]); fetched = false; next = v; break;
-      case op_kind::exchange: old = r.exchange(v, order); next = v; break;
+      case op_kind::store:
+        r.store(v, store_orders[rng() % 3]);
+        fetched = false;
+        next = v;
+        break;
+      case op_kind::exchange:
+        old = r.exchange(v, order);
+        next = v;
+        break;
       case op_kind::cas_hit: {
         T expected = model;
         PE_REQUIRE(r.compare_exchange(expected, v, order));
@@ -210,32 +235,74 @@ template <class T> void sequential_model(symm::world& world) {
         old = expected; // the value seen
         break;
       }
-      case op_kind::fetch_add: old = r.fetch_add(v, order); next = wrap(std::plus<>{}, model, v); break;
-      case op_kind::fetch_sub: old = r.fetch_sub(v, order); next = wrap(std::minus<>{}, model, v); break;
-      case op_kind::add: r.add(v, order); fetched = false; next = wrap(std::plus<>{}, model, v); break;
-      case op_kind::sub: r.sub(v, order); fetched = false; next = wrap(std::minus<>{}, model, v); break;
+      case op_kind::fetch_add:
+        old = r.fetch_add(v, order);
+        next = wrap(std::plus<>{}, model, v);
+        break;
+      case op_kind::fetch_sub:
+        old = r.fetch_sub(v, order);
+        next = wrap(std::minus<>{}, model, v);
+        break;
+      case op_kind::add:
+        r.add(v, order);
+        fetched = false;
+        next = wrap(std::plus<>{}, model, v);
+        break;
+      case op_kind::sub:
+        r.sub(v, order);
+        fetched = false;
+        next = wrap(std::minus<>{}, model, v);
+        break;
       default:
         if constexpr (integer) {
           switch (kind) {
-            case op_kind::fetch_and: old = r.fetch_and(v, order); next = model & v; break;
-            case op_kind::fetch_or: old = r.fetch_or(v, order); next = model | v; break;
-            case op_kind::fetch_xor: old = r.fetch_xor(v, order); next = model ^ v; break;
-            case op_kind::fetch_min: old = r.fetch_min(v, order); next = std::min(model, v); break;
-            case op_kind::fetch_max: old = r.fetch_max(v, order); next = std::max(model, v); break;
-            case op_kind::bit_and: r.bit_and(v, order); fetched = false; next = model & v; break;
-            case op_kind::bit_or: r.bit_or(v, order); fetched = false; next = model | v; break;
-            case op_kind::bit_xor: r.bit_xor(v, order); fetched = false; next = model ^ v; break;
+            case op_kind::fetch_and:
+              old = r.fetch_and(v, order);
+              next = model & v;
+              break;
+            case op_kind::fetch_or:
+              old = r.fetch_or(v, order);
+              next = model | v;
+              break;
+            case op_kind::fetch_xor:
+              old = r.fetch_xor(v, order);
+              next = model ^ v;
+              break;
+            case op_kind::fetch_min:
+              old = r.fetch_min(v, order);
+              next = std::min(model, v);
+              break;
+            case op_kind::fetch_max:
+              old = r.fetch_max(v, order);
+              next = std::max(model, v);
+              break;
+            case op_kind::bit_and:
+              r.bit_and(v, order);
+              fetched = false;
+              next = model & v;
+              break;
+            case op_kind::bit_or:
+              r.bit_or(v, order);
+              fetched = false;
+              next = model | v;
+              break;
+            case op_kind::bit_xor:
+              r.bit_xor(v, order);
+              fetched = false;
+              next = model ^ v;
+              break;
             default: PE_REQUIRE(false);
           }
         }
     }
     if (fetched && std::memcmp(&old, &model, sizeof(T)) != 0) {
-      throw std::runtime_error(fmt::format("PE {}: step {}: op {} returned {} but the model holds {}", me, step,
-                                           static_cast<int>(kind), old, model));
+      throw std::runtime_error(fmt::format(
+          "PE {}: step {}: op {} returned {} but the model holds {}", me, step, static_cast<int>(kind), old, model));
     }
     model = next;
   }
-  for (int k = 0; k < last; ++k) PE_REQUIRE(histogram[static_cast<std::size_t>(k)] > 0);
+  for (int k = 0; k < last; ++k)
+    PE_REQUIRE(histogram[static_cast<std::size_t>(k)] > 0);
   PE_REQUIRE(r.load() == model);
   world.barrier();
   // The owner sees the same final values through its local memory.
@@ -275,7 +342,8 @@ TEST_CASE("put_signal pipeline: the consumer never sees stale data after the sig
         symm::wait_until(ack, symm::cmp::ge, static_cast<std::uint32_t>(round - 1));
         if (round % 2 == 1) spin_a_little(jitter); // the consumer is then already waiting when the data comes
         std::size_t size = random_size(produce_sizes, max);
-        for (std::size_t i = 0; i < size; ++i) out[i] = payload(me, round, i);
+        for (std::size_t i = 0; i < size; ++i)
+          out[i] = payload(me, round, i);
         auto source = std::span<const std::uint32_t>(out.data(), size);
         auto dst = symm::remote(buf, right).first(size);
         auto op = round % 2 == 1 ? symm::signal_op::set : symm::signal_op::add;
@@ -294,9 +362,10 @@ TEST_CASE("put_signal pipeline: the consumer never sees stale data after the sig
         for (std::size_t i = expected_size; i-- > 0;) { // from the end: what a copy writes last
           std::uint32_t got = buf.local()[i];
           if (got != payload(left, round, i)) {
-            throw std::runtime_error(fmt::format("PE {}: round {}: element {} of {} is {:#x}, expected {:#x} (stale "
-                                                 "or torn data after the signal)", me, round, i, expected_size, got,
-                                                 payload(left, round, i)));
+            throw std::runtime_error(
+                fmt::format("PE {}: round {}: element {} of {} is {:#x}, expected {:#x} (stale "
+                            "or torn data after the signal)",
+                            me, round, i, expected_size, got, payload(left, round, i)));
           }
         }
         PE_REQUIRE_EQ(symm::signal_fetch(ready), round);
@@ -307,8 +376,8 @@ TEST_CASE("put_signal pipeline: the consumer never sees stale data after the sig
   }
 }
 
-TEST_CASE("signals: several producers add into one signal; a signal_array gives independent signals",
-          "[atomics][signal]") {
+TEST_CASE("signals: several producers add into one signal; a signal_array gives independent signals", "[atomics]["
+                                                                                                      "signal]") {
   CAPTURE(symm_test::seed()); // computed here, before the PEs fork, so that they all share it
   REQUIRE_NOTHROW(on_pes(4, [](symm::world& world) {
     const int me = world.my_pe(), n = world.n_pes();
@@ -318,12 +387,13 @@ TEST_CASE("signals: several producers add into one signal; a signal_array gives 
     // Everyone writes its slot on PE 0 and adds 1 to signal 0 there; PE 0 waits for all of them.
     std::uint64_t mine = payload(me, 99, 0) | 1;
     std::array<std::uint64_t, 1> one{mine};
-    symm::put_signal(symm::remote(slots, 0).subspan(static_cast<std::size_t>(me), 1), one, symm::remote(sigs[0], 0),
-                     1, symm::signal_op::add);
+    symm::put_signal(symm::remote(slots, 0).subspan(static_cast<std::size_t>(me), 1), one, symm::remote(sigs[0], 0), 1,
+                     symm::signal_op::add);
     if (me == 0) {
       PE_REQUIRE_EQ(symm::signal_wait_until(sigs[0], symm::cmp::eq, static_cast<std::uint64_t>(n)),
                     static_cast<std::uint64_t>(n));
-      for (int p = 0; p < n; ++p) PE_REQUIRE_EQ(slots.local()[static_cast<std::size_t>(p)], payload(p, 99, 0) | 1);
+      for (int p = 0; p < n; ++p)
+        PE_REQUIRE_EQ(slots.local()[static_cast<std::size_t>(p)], payload(p, 99, 0) | 1);
       PE_REQUIRE_EQ(symm::signal_fetch(sigs[1]), std::uint64_t{0}); // the other signal is untouched
       for (int p = 0; p < n; ++p) {
         auto none = std::span<const std::uint64_t>(&mine, 0); // a signal alone: no data
@@ -334,14 +404,14 @@ TEST_CASE("signals: several producers add into one signal; a signal_array gives 
     PE_REQUIRE(sigs.local().size() == 2);
     // Misuse: data and signal on different PEs, sizes that differ.
     std::vector<std::uint64_t> two(2);
-    PE_REQUIRE_ERROR(symm::put_signal(symm::remote(slots, 0).first(2), two, symm::remote(sigs[0], 1), 1,
-                                      symm::signal_op::add),
-                     symm::errc::invalid_argument, "signal is on PE");
-    PE_REQUIRE_ERROR(symm::put_signal(symm::remote(slots, 0).first(3), two, symm::remote(sigs[0], 0), 1,
-                                      symm::signal_op::add),
-                     symm::errc::extent_mismatch, "has 2");
-    PE_REQUIRE_ERROR((void)symm::remote(sigs[0], n), symm::errc::invalid_pe, "n_pes");
-    PE_REQUIRE_ERROR((void)sigs[2], symm::errc::invalid_argument, "out of range");
+    PE_REQUIRE_ERROR(
+        symm::put_signal(symm::remote(slots, 0).first(2), two, symm::remote(sigs[0], 1), 1, symm::signal_op::add),
+        symm::errc::invalid_argument, "signal is on PE");
+    PE_REQUIRE_ERROR(
+        symm::put_signal(symm::remote(slots, 0).first(3), two, symm::remote(sigs[0], 0), 1, symm::signal_op::add),
+        symm::errc::extent_mismatch, "has 2");
+    PE_REQUIRE_ERROR((void) symm::remote(sigs[0], n), symm::errc::invalid_pe, "n_pes");
+    PE_REQUIRE_ERROR((void) sigs[2], symm::errc::invalid_argument, "out of range");
     world.barrier();
   }));
 }
@@ -349,11 +419,13 @@ TEST_CASE("signals: several producers add into one signal; a signal_array gives 
 namespace {
 //! PE 0 waits on one word per PE while the others write theirs at random moments, with the _any, _some and _all forms
 //! and status masks; the test forms are checked before and after.
-template <class T> void waits_over_spans(symm::world& world) {
+template <class T>
+void waits_over_spans(symm::world& world) {
   const int me = world.my_pe(), n = world.n_pes();
   const auto count = static_cast<std::size_t>(n);
   symm::array<T> words(world, count);
-  for (auto& w : words.local()) w = 0;
+  for (auto& w : words.local())
+    w = 0;
   auto jitter = rng_for(me, 40 + sizeof(T));
   std::vector<int> status(count, 0);
   status[0] = 1; // PE 0's own word is never written: leave it out
@@ -395,8 +467,8 @@ template <class T> void waits_over_spans(symm::world& world) {
     std::vector<int> found(status);
     int seen = 0;
     while (seen < n - 1) {
-      std::size_t got = symm::wait_until_some(local, idx, symm::cmp::eq, T(3),
-                                              cuda::std::span<const int>(found.data(), count));
+      std::size_t got =
+          symm::wait_until_some(local, idx, symm::cmp::eq, T(3), cuda::std::span<const int>(found.data(), count));
       PE_REQUIRE(got >= 1 && got <= count - 1);
       for (std::size_t k = 0; k < got; ++k) {
         PE_REQUIRE(indices[k] != 0 && found[indices[k]] == 0 && local[indices[k]] == T(3));
@@ -405,9 +477,9 @@ template <class T> void waits_over_spans(symm::world& world) {
         ++seen;
       }
     }
-    PE_REQUIRE_EQ(symm::wait_until_some(local, idx, symm::cmp::eq, T(3),
-                                        cuda::std::span<const int>(found.data(), count)),
-                  std::size_t{0}); // everything left out
+    PE_REQUIRE_EQ(
+        symm::wait_until_some(local, idx, symm::cmp::eq, T(3), cuda::std::span<const int>(found.data(), count)),
+        std::size_t{0}); // everything left out
     PE_REQUIRE_EQ(symm::test_some(local, idx, symm::cmp::eq, T(3), mask), count - 1);
   }
   world.barrier();
@@ -417,12 +489,13 @@ template <class T> void waits_over_spans(symm::world& world) {
     symm::remote(words, 0)[static_cast<std::size_t>(me)] = static_cast<T>(me + 10); // a p wakes waiters too
   } else {
     symm::wait_until_all(local, symm::cmp::ge, T(10), mask);
-    for (int p = 1; p < n; ++p) PE_REQUIRE(local[static_cast<std::size_t>(p)] == static_cast<T>(p + 10));
+    for (int p = 1; p < n; ++p)
+      PE_REQUIRE(local[static_cast<std::size_t>(p)] == static_cast<T>(p + 10));
     PE_REQUIRE(symm::test_all(local, symm::cmp::gt, T(9), mask));
     PE_REQUIRE(!symm::test_all(local, symm::cmp::gt, T(9))); // word 0 is still 0
     PE_REQUIRE_ERROR(symm::wait_until_all(local, symm::cmp::ge, T(10), cuda::std::span<const int>(status.data(), 1)),
                      symm::errc::extent_mismatch, "status span has 1 entries");
-    PE_REQUIRE_ERROR((void)symm::wait_until_some(local, idx.first(1), symm::cmp::ge, T(10)),
+    PE_REQUIRE_ERROR((void) symm::wait_until_some(local, idx.first(1), symm::cmp::ge, T(10)),
                      symm::errc::invalid_argument, "indices has 1 entries");
   }
   world.barrier();
@@ -503,7 +576,7 @@ TEST_CASE("a wait ends with peer_failed when the PE it waits for dies", "[atomic
           case 0: symm::wait_until(flag32, symm::cmp::eq, 1); break;
           case 1: symm::wait_until(flag64, symm::cmp::eq, 1); break;
           case 2: symm::signal_wait_until(sig, symm::cmp::ge, 1); break;
-          default: (void)symm::wait_until_any(cuda::std::span<std::int32_t>(&flag32.local(), 1), symm::cmp::ne, 0);
+          default: (void) symm::wait_until_any(cuda::std::span<std::int32_t>(&flag32.local(), 1), symm::cmp::ne, 0);
         }
       } catch (const symm::error& e) {
         if (e.code() == symm::errc::peer_failed) noticed = 1;
@@ -526,8 +599,8 @@ TEST_CASE("a wait ends with peer_failed when the PE it waits for dies", "[atomic
                       symm_test::contains_substring("PE 0"));
 }
 
-TEST_CASE("fence orders put_nbi before a later put; quiet completes it; put_signal after fence",
-          "[atomics][ordering]") {
+TEST_CASE("fence orders put_nbi before a later put; quiet completes it; put_signal after fence", "[atomics]["
+                                                                                                 "ordering]") {
   for (int n : {2, 3}) {
     CAPTURE(n, symm_test::seed());
     REQUIRE_NOTHROW(on_pes(n, [](symm::world& world) {
@@ -545,7 +618,8 @@ TEST_CASE("fence orders put_nbi before a later put; quiet completes it; put_sign
       for (std::uint32_t round = 1; round <= 60; ++round) {
         symm::wait_until(ack, symm::cmp::ge, round - 1);
         std::size_t size = random_size(sizes, max);
-        for (std::size_t i = 0; i < 2 * size; ++i) out[i] = payload(me, round, i);
+        for (std::size_t i = 0; i < 2 * size; ++i)
+          out[i] = payload(me, round, i);
         auto first = std::span<const std::uint32_t>(out.data(), size);
         auto second = std::span<const std::uint32_t>(out.data() + size, size);
         switch (round % 3) {
@@ -579,8 +653,10 @@ TEST_CASE("fence orders put_nbi before a later put; quiet completes it; put_sign
         }
         for (std::size_t i = 2 * expected; i-- > 0;) {
           if (buf.local()[i] != payload(left, round, i)) {
-            throw std::runtime_error(fmt::format("PE {}: round {} (case {}): element {} of {} not delivered before the "
-                                                 "flag", me, round, round % 3, i, 2 * expected));
+            throw std::runtime_error(
+                fmt::format("PE {}: round {} (case {}): element {} of {} not delivered before the "
+                            "flag",
+                            me, round, round % 3, i, 2 * expected));
           }
         }
         symm::remote(ack, left).store(round);

@@ -1,12 +1,12 @@
 // Compile-time rules, checked as concepts and requires-expressions (the negative cases with their messages are in
 // tests/compile_fail).
-#include "catch.hpp"
-
 #include <symm/symm.hpp>
 
 #include <array>
 #include <string>
 #include <vector>
+
+#include "catch.hpp"
 
 namespace {
 struct plain {
@@ -19,16 +19,38 @@ struct owning {
 struct has_pointer {
   int* p;
 };
-template <class A, class Pe> concept remotable = requires(A& a, Pe pe) { symm::remote(a, pe).size(); };
-template <class S, class R> concept puttable = requires(const S& s, R&& r) { s = std::forward<R>(r); };
-template <class S, class R> concept gettable = requires(const S& s, R& r) { s.get(r); };
-template <class R> concept compound_assignable = requires(R r) { r += 1; };
-template <class R> concept incrementable = requires(R r) { ++r; };
-template <class R> concept post_incrementable = requires(R r) { r++; };
-template <class R, class V> concept assignable_from = requires(R r, V v) { r = v; };
+template <class A, class Pe>
+concept remotable = requires(A& a, Pe pe) {
+  symm::remote(a, pe).size();
+};
+template <class S, class R>
+concept puttable = requires(const S& s, R&& r) {
+  s = std::forward<R>(r);
+};
+template <class S, class R>
+concept gettable = requires(const S& s, R& r) {
+  s.get(r);
+};
+template <class R>
+concept compound_assignable = requires(R r) {
+  r += 1;
+};
+template <class R>
+concept incrementable = requires(R r) {
+  ++r;
+};
+template <class R>
+concept post_incrementable = requires(R r) {
+  r++;
+};
+template <class R, class V>
+concept assignable_from = requires(R r, V v) {
+  r = v;
+};
 } // namespace
 
-template <> inline constexpr bool symm::enable_transportable<has_pointer> = false;
+template <>
+inline constexpr bool symm::enable_transportable<has_pointer> = false;
 
 TEST_CASE("element types must be transportable", "[concepts]") {
   STATIC_REQUIRE(symm::transportable<int>);

@@ -1,25 +1,25 @@
 // Bad input on the host backend: each error names the PE and the values, and nothing hangs.
-#include "../pe_check.hpp"
-#include "catch.hpp"
-
 #include <symm/symm.hpp>
+
+#include <sys/stat.h>
 
 #include <array>
 #include <chrono>
 #include <csignal>
 #include <functional>
 #include <thread>
-
-#include <sys/stat.h>
 #include <vector>
+
+#include "../pe_check.hpp"
+#include "catch.hpp"
 
 using symm_test::on_pes;
 
 TEST_CASE("a PE out of range is refused with the PE and the range", "[errors]") {
   REQUIRE_NOTHROW(on_pes(3, [](symm::world& world) {
     symm::array<int> a(world, 4);
-    PE_REQUIRE_ERROR((void)symm::remote(a, 3), symm::errc::invalid_pe, "remote(obj, 3)", "PEs 0 to 2");
-    PE_REQUIRE_ERROR((void)symm::remote(a, -1), symm::errc::invalid_pe, "names PE -1", "n_pes = 3");
+    PE_REQUIRE_ERROR((void) symm::remote(a, 3), symm::errc::invalid_pe, "remote(obj, 3)", "PEs 0 to 2");
+    PE_REQUIRE_ERROR((void) symm::remote(a, -1), symm::errc::invalid_pe, "names PE -1", "n_pes = 3");
     world.barrier();
   }));
 }
@@ -30,8 +30,8 @@ TEST_CASE("extents that differ are refused with both sizes", "[errors]") {
     std::vector<int> seven(7);
     PE_REQUIRE_ERROR(symm::remote(a, 0) = seven, symm::errc::extent_mismatch, "8 elements", "has 7");
     PE_REQUIRE_ERROR(symm::remote(a, 1).get(seven), symm::errc::extent_mismatch, "PE 1", "8 elements");
-    PE_REQUIRE_ERROR((void)symm::remote(a, 0)[8], symm::errc::invalid_argument, "[8]", "8 elements");
-    PE_REQUIRE_ERROR((void)symm::remote(a, 0).subspan(5, 4), symm::errc::invalid_argument, "[5, 9)");
+    PE_REQUIRE_ERROR((void) symm::remote(a, 0)[8], symm::errc::invalid_argument, "[8]", "8 elements");
+    PE_REQUIRE_ERROR((void) symm::remote(a, 0).subspan(5, 4), symm::errc::invalid_argument, "[5, 9)");
     world.barrier();
   }));
 }
@@ -64,7 +64,7 @@ TEST_CASE("use after the world is finalized is an error, not a crash", "[errors]
       symm::world world({.backend = symm::backend::host, .heap_size = 1 << 20});
       survivor.emplace(world, 16);
     }
-    PE_REQUIRE_ERROR((void)survivor->local(), symm::errc::finalized, "after its world was finalized");
+    PE_REQUIRE_ERROR((void) survivor->local(), symm::errc::finalized, "after its world was finalized");
   }));
 }
 
@@ -93,8 +93,7 @@ TEST_CASE("a PE killed by SIGKILL ends the job within 2 s, naming the PE and the
   };
   auto start = std::chrono::steady_clock::now();
   REQUIRE_THROWS_WITH(symm::launch(4, body, {.world = {.backend = symm::backend::host, .heap_size = 1 << 20}}),
-                      symm_test::contains_substring("PE 2") &&
-                          symm_test::contains_substring("killed by signal 9"));
+                      symm_test::contains_substring("PE 2") && symm_test::contains_substring("killed by signal 9"));
   REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
 }
 
@@ -115,15 +114,16 @@ TEST_CASE("a PE that finalizes while the others still wait ends their wait with 
   REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
 }
 
-TEST_CASE("a process with the wrong job token is refused, and PE 0 names the PE that never came", "[errors][security]") {
+TEST_CASE("a process with the wrong job token is refused, and PE 0 names the PE that never came", "[errors]["
+                                                                                                  "security]") {
   std::string dir = fmt::format("/tmp/symm-{}/token-test-{}", ::getuid(), ::getpid());
   symm::detail::ensure_private_dir(fmt::format("/tmp/symm-{}", ::getuid()));
   std::string pe0_error, pe1_error;
   auto run_pe = [&](int pe, std::string token, std::string& error_text) {
     symm::detail::launched_job = symm::detail::job_info{pe, 2, pe, 2, dir, std::move(token), "test"};
     try {
-      symm::world world({.backend = symm::backend::host, .heap_size = 1 << 20,
-                         .bootstrap_timeout = std::chrono::milliseconds(1500)});
+      symm::world world(
+          {.backend = symm::backend::host, .heap_size = 1 << 20, .bootstrap_timeout = std::chrono::milliseconds(1500)});
     } catch (const symm::error& e) {
       error_text = e.what();
     }
@@ -134,8 +134,8 @@ TEST_CASE("a process with the wrong job token is refused, and PE 0 names the PE 
   pe0.join();
   pe1.join();
   ::rmdir(dir.c_str());
-  CHECK_THAT(pe1_error, symm_test::contains_substring("PE 1 was refused") &&
-                            symm_test::contains_substring("wrong job token"));
+  CHECK_THAT(pe1_error, symm_test::contains_substring("PE 1 was refused") && symm_test::contains_substring("wrong job "
+                                                                                                           "token"));
   CHECK_THAT(pe0_error, symm_test::contains_substring("these never came: PE 1"));
   struct stat st {};
   REQUIRE(::stat(fmt::format("/tmp/symm-{}", ::getuid()).c_str(), &st) == 0);

@@ -1,13 +1,13 @@
 // Put, get, p, g, non-blocking operations and the heap, on the host backend, as processes and as threads.
-#include "../pe_check.hpp"
-#include "catch.hpp"
-
 #include <symm/symm.hpp>
 
 #include <array>
 #include <complex>
 #include <cstdint>
 #include <vector>
+
+#include "../pe_check.hpp"
+#include "catch.hpp"
 
 using symm_test::on_pes;
 using symm_test::random_values;
@@ -23,20 +23,21 @@ struct particle {
 };
 
 //! Each PE puts fresh random data into its right neighbour, then gets its left neighbour's copy back and checks both.
-template <class T> void ring_put_get(symm::world& world, std::size_t count) {
+template <class T>
+void ring_put_get(symm::world& world, std::size_t count) {
   int me = world.my_pe(), n = world.n_pes();
   int right = (me + 1) % n, left = (me + n - 1) % n;
   symm::array<T> src(world, count), dst(world, count);
   auto mine = random_values<T>(count, static_cast<std::uint64_t>(me) * 7919 + count);
   std::copy(mine.begin(), mine.end(), src.local().begin());
-  symm::remote(dst, right) = src.local();  // put
+  symm::remote(dst, right) = src.local(); // put
   world.barrier();
   auto expected = random_values<T>(count, static_cast<std::uint64_t>(left) * 7919 + count);
   PE_REQUIRE(std::equal(expected.begin(), expected.end(), dst.local().begin()));
-  std::vector<T> back = symm::remote(dst, right);  // get: what I put there
+  std::vector<T> back = symm::remote(dst, right); // get: what I put there
   PE_REQUIRE(back == mine);
   std::vector<T> out(count);
-  symm::get(out, symm::remote(src, left));  // get into an existing range
+  symm::get(out, symm::remote(src, left)); // get into an existing range
   PE_REQUIRE(out == expected);
   world.barrier();
 }
@@ -56,30 +57,36 @@ TEMPLATE_TEST_CASE("put and get move every element of several types", "[rma]", s
 
 TEST_CASE("put and get of 1 element to 64 MiB", "[rma][large]") {
   CAPTURE(symm_test::seed());
-  REQUIRE_NOTHROW(symm::launch(2, [](symm::world& world) {
-    for (std::size_t bytes = 4; bytes <= (std::size_t{64} << 20); bytes *= 8) ring_put_get<std::uint32_t>(world, bytes / 4);
-    ring_put_get<std::uint32_t>(world, (std::size_t{64} << 20) / 4);
-  }, {.world = {.backend = symm::backend::host, .heap_size = std::size_t{160} << 20}}));
+  REQUIRE_NOTHROW(symm::launch(
+      2,
+      [](symm::world& world) {
+        for (std::size_t bytes = 4; bytes <= (std::size_t{64} << 20); bytes *= 8)
+          ring_put_get<std::uint32_t>(world, bytes / 4);
+        ring_put_get<std::uint32_t>(world, (std::size_t{64} << 20) / 4);
+      },
+      {.world = {.backend = symm::backend::host, .heap_size = std::size_t{160} << 20}}));
 }
 
 TEST_CASE("p and g: single elements, subspans, first and last", "[rma]") {
   REQUIRE_NOTHROW(on_pes(3, [](symm::world& world) {
     int me = world.my_pe(), n = world.n_pes();
     symm::array<std::int64_t> a(world, 100);
-    for (std::size_t i = 0; i < 100; ++i) a.local()[i] = -1;
+    for (std::size_t i = 0; i < 100; ++i)
+      a.local()[i] = -1;
     world.barrier();
     int target = (me + 1) % n;
-    symm::remote(a, target)[static_cast<std::size_t>(me)] = 1000 + me;         // p
+    symm::remote(a, target)[static_cast<std::size_t>(me)] = 1000 + me; // p
     std::array<std::int64_t, 5> five{1, 2, 3, 4, 5};
     symm::remote(a, target).subspan(10 + 5 * static_cast<std::size_t>(me), 5) = five;
     symm::remote(a, target).last(1) = std::array<std::int64_t, 1>{77};
     world.barrier();
     int source = (me + n - 1) % n;
     PE_REQUIRE_EQ(a.local()[static_cast<std::size_t>(source)], 1000 + source);
-    std::int64_t g = symm::remote(a, target)[static_cast<std::size_t>(me)];   // g
+    std::int64_t g = symm::remote(a, target)[static_cast<std::size_t>(me)]; // g
     PE_REQUIRE_EQ(g, 1000 + me);
-    std::vector<std::int64_t> got = symm::remote(a, source).subspan(10 + 5 * static_cast<std::size_t>(me == 0 ? n - 1 : me - 1), 5);
-    (void)got;
+    std::vector<std::int64_t> got =
+        symm::remote(a, source).subspan(10 + 5 * static_cast<std::size_t>(me == 0 ? n - 1 : me - 1), 5);
+    (void) got;
     PE_REQUIRE_EQ(a.local()[10 + 5 * static_cast<std::size_t>(source) + 2], 3);
     PE_REQUIRE_EQ(a.local()[99], 77);
     std::vector<std::int64_t> head = symm::remote(a, me).first(2);
@@ -99,7 +106,8 @@ TEST_CASE("static extents and scalars", "[rma]") {
     symm::array<float, 8> fixed(world);
     symm::scalar<std::uint64_t> counter(world);
     std::array<float, 8> values{};
-    for (int i = 0; i < 8; ++i) values[static_cast<std::size_t>(i)] = static_cast<float>(world.my_pe() * 10 + i);
+    for (int i = 0; i < 8; ++i)
+      values[static_cast<std::size_t>(i)] = static_cast<float>(world.my_pe() * 10 + i);
     symm::remote(fixed, other) = values;
     symm::remote(counter, other) = std::uint64_t{42} + static_cast<std::uint64_t>(world.my_pe());
     world.barrier();
@@ -133,19 +141,23 @@ TEST_CASE("put_nbi and get_nbi complete through their futures and through quiet"
     world.barrier();
     for (int p = 0; p < n; ++p) {
       auto expected = random_values<std::uint32_t>(count, static_cast<std::uint64_t>(p));
-      PE_REQUIRE(std::equal(expected.begin(), expected.end(), dst.local().begin() + static_cast<std::ptrdiff_t>(count) * p));
+      PE_REQUIRE(
+          std::equal(expected.begin(), expected.end(), dst.local().begin() + static_cast<std::ptrdiff_t>(count) * p));
     }
     // get_nbi from every PE, completed by quiet() rather than by the futures.
     std::vector<std::vector<std::uint32_t>> got(static_cast<std::size_t>(n), std::vector<std::uint32_t>(count));
     {
       std::vector<symm::future<>> gets;
       for (int p = 0; p < n; ++p) {
-        gets.push_back(symm::get_nbi(got[static_cast<std::size_t>(p)], symm::remote(dst, p).subspan(count * static_cast<std::size_t>(me), count)));
+        gets.push_back(symm::get_nbi(got[static_cast<std::size_t>(p)],
+                                     symm::remote(dst, p).subspan(count * static_cast<std::size_t>(me), count)));
       }
       symm::quiet();
-      for (auto& f : gets) PE_REQUIRE(f.ready());
+      for (auto& f : gets)
+        PE_REQUIRE(f.ready());
     }
-    for (int p = 0; p < n; ++p) PE_REQUIRE(got[static_cast<std::size_t>(p)] == mine);
+    for (int p = 0; p < n; ++p)
+      PE_REQUIRE(got[static_cast<std::size_t>(p)] == mine);
     world.barrier(); // every PE's gets are done before anyone overwrites slot 0 below
     // A future destroyed unwaited waits: the data is in place after its scope.
     { auto f = symm::put_nbi(symm::remote(dst, (me + 1) % n).first(count), mine); }

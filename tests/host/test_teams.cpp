@@ -192,8 +192,9 @@ TEST_CASE("split_2d gives rows and columns as OpenSHMEM defines them", "[teams]"
   }
 }
 
-TEST_CASE("a PE outside a team gets an invalid team, and using it is an error naming the PE and the team", "[teams]["
-                                                                                                           "errors]") {
+TEST_CASE("a PE outside a team gets an invalid team, and using it is an error naming the PE and the team",
+          "[teams]["
+          "errors]") {
   REQUIRE_NOTHROW(on_pes(4, [](symm::world& world) {
     const int me = world.my_pe();
     auto evens = world.team().split_strided(0, 2, 2);

@@ -1,12 +1,12 @@
 // World life cycle, launchers' variables, barriers.
-#include "../pe_check.hpp"
-#include "catch.hpp"
-
 #include <symm/symm.hpp>
 
 #include <cstdlib>
 #include <optional>
 #include <string>
+
+#include "../pe_check.hpp"
+#include "catch.hpp"
 
 using symm_test::on_pes;
 
@@ -46,19 +46,28 @@ TEST_CASE("every PE learns its number and the job size", "[world]") {
       symm::remote(seen, 0)[static_cast<std::size_t>(world.my_pe())] = world.my_pe() + 100;
       world.barrier();
       if (world.my_pe() == 0) {
-        for (int p = 0; p < n; ++p) PE_REQUIRE_EQ(seen.local()[static_cast<std::size_t>(p)], p + 100);
+        for (int p = 0; p < n; ++p)
+          PE_REQUIRE_EQ(seen.local()[static_cast<std::size_t>(p)], p + 100);
       }
     }));
   }
 }
 
 TEST_CASE("a world without launcher variables says which ones it looked for", "[world][errors]") {
-  scoped_env clean({{"SYMM_PE", nullptr}, {"SYMM_N_PES", nullptr}, {"OMPI_COMM_WORLD_RANK", nullptr},
-                    {"OMPI_COMM_WORLD_SIZE", nullptr}, {"PMI_RANK", nullptr}, {"PMI_SIZE", nullptr},
-                    {"SLURM_PROCID", nullptr}, {"SLURM_NTASKS", nullptr}, {"RANK", nullptr}, {"WORLD_SIZE", nullptr}});
-  REQUIRE_THROWS_WITH(symm::world{}, symm_test::contains_substring("no launcher found") &&
-                                         symm_test::contains_substring("symmrun") &&
-                                         symm_test::contains_substring("OMPI_COMM_WORLD_RANK"));
+  scoped_env clean(
+      {{"SYMM_PE", nullptr},
+       {"SYMM_N_PES", nullptr},
+       {"OMPI_COMM_WORLD_RANK", nullptr},
+       {"OMPI_COMM_WORLD_SIZE", nullptr},
+       {"PMI_RANK", nullptr},
+       {"PMI_SIZE", nullptr},
+       {"SLURM_PROCID", nullptr},
+       {"SLURM_NTASKS", nullptr},
+       {"RANK", nullptr},
+       {"WORLD_SIZE", nullptr}});
+  REQUIRE_THROWS_WITH(symm::world{},
+                      symm_test::contains_substring("no launcher found") && symm_test::contains_substring("symmrun") &&
+                          symm_test::contains_substring("OMPI_COMM_WORLD_RANK"));
 }
 
 TEST_CASE("a rank variable set to garbage is named with its value", "[world][errors]") {
@@ -71,8 +80,12 @@ TEST_CASE("a rank variable set to garbage is named with its value", "[world][err
 }
 
 TEST_CASE("a single PE runs from launcher variables alone", "[world]") {
-  scoped_env one({{"SYMM_PE", nullptr}, {"SYMM_N_PES", nullptr}, {"OMPI_COMM_WORLD_RANK", "0"},
-                  {"OMPI_COMM_WORLD_SIZE", "1"}, {"SYMM_BACKEND", "host"}});
+  scoped_env one(
+      {{"SYMM_PE", nullptr},
+       {"SYMM_N_PES", nullptr},
+       {"OMPI_COMM_WORLD_RANK", "0"},
+       {"OMPI_COMM_WORLD_SIZE", "1"},
+       {"SYMM_BACKEND", "host"}});
   symm::world world;
   REQUIRE(world.my_pe() == 0);
   REQUIRE(world.n_pes() == 1);
@@ -94,9 +107,11 @@ TEST_CASE("barrier_scope: writes made before the scope ends are visible on every
       {
         symm::barrier_scope sync(world);
         // Every PE writes its stamp into slot `me` of every PE.
-        for (int p = 0; p < n; ++p) symm::remote(box, p)[static_cast<std::size_t>(me)] = std::uint64_t(round) * 1000 + me;
+        for (int p = 0; p < n; ++p)
+          symm::remote(box, p)[static_cast<std::size_t>(me)] = std::uint64_t(round) * 1000 + me;
       }
-      for (int p = 0; p < n; ++p) PE_REQUIRE_EQ(box.local()[static_cast<std::size_t>(p)], std::uint64_t(round) * 1000 + p);
+      for (int p = 0; p < n; ++p)
+        PE_REQUIRE_EQ(box.local()[static_cast<std::size_t>(p)], std::uint64_t(round) * 1000 + p);
       symm::barrier_all(); // nobody overwrites before everyone has checked
     }
     symm::sync_all();
@@ -105,12 +120,15 @@ TEST_CASE("barrier_scope: writes made before the scope ends are visible on every
 
 TEST_CASE("several worlds one after another in one process", "[world]") {
   for (int i = 0; i < 3; ++i) {
-    REQUIRE_NOTHROW(symm::launch(2, [](symm::world& world) {
-      symm::scalar<int> s(world);
-      symm::remote(s, 1 - world.my_pe()) = world.my_pe();
-      world.barrier();
-      PE_REQUIRE_EQ(s.local(), 1 - world.my_pe());
-    }, {.mode = symm::launch_mode::threads, .world = {.backend = symm::backend::host, .heap_size = 1 << 20}}));
+    REQUIRE_NOTHROW(symm::launch(
+        2,
+        [](symm::world& world) {
+          symm::scalar<int> s(world);
+          symm::remote(s, 1 - world.my_pe()) = world.my_pe();
+          world.barrier();
+          PE_REQUIRE_EQ(s.local(), 1 - world.my_pe());
+        },
+        {.mode = symm::launch_mode::threads, .world = {.backend = symm::backend::host, .heap_size = 1 << 20}}));
   }
 }
 

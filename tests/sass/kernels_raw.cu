@@ -22,7 +22,8 @@ __device__ __forceinline__ void check_pe(int pe, int n_pes) {
     if (pe < 0 || pe >= n_pes) __trap();
   }
 }
-template <class T> __device__ __forceinline__ T* at(void* const* peers, int pe, std::size_t offset_bytes) {
+template <class T>
+__device__ __forceinline__ T* at(void* const* peers, int pe, std::size_t offset_bytes) {
   return reinterpret_cast<T*>(static_cast<unsigned char*>(peers[pe]) + offset_bytes);
 }
 } // namespace
@@ -45,13 +46,13 @@ extern "C" __global__ void g_loop(void* const* peers, std::size_t offset_bytes, 
   }
 }
 
-extern "C" __global__ void single_p(void* const* peers, std::size_t offset_bytes, int pe, int n_pes, std::size_t i,
-                                    float v) {
+extern "C" __global__ void
+single_p(void* const* peers, std::size_t offset_bytes, int pe, int n_pes, std::size_t i, float v) {
   check_pe(pe, n_pes);
   at<float>(peers, pe, offset_bytes)[i] = v;
 }
-extern "C" __global__ void single_g(void* const* peers, std::size_t offset_bytes, int pe, int n_pes, float* local,
-                                    std::size_t i) {
+extern "C" __global__ void
+single_g(void* const* peers, std::size_t offset_bytes, int pe, int n_pes, float* local, std::size_t i) {
   check_pe(pe, n_pes);
   local[i] = at<float>(peers, pe, offset_bytes)[i];
 }
@@ -61,8 +62,8 @@ extern "C" __global__ void single_g(void* const* peers, std::size_t offset_bytes
 // has detail::group_copy's structure on purpose: the question is whether symm adds anything around it.
 namespace {
 template <class V>
-__device__ __forceinline__ void vectors(unsigned rank, unsigned count, V* __restrict__ dst, const V* __restrict__ src,
-                                        std::size_t n) {
+__device__ __forceinline__ void
+vectors(unsigned rank, unsigned count, V* __restrict__ dst, const V* __restrict__ src, std::size_t n) {
   std::size_t i = rank;
   const std::size_t stride = count;
   for (; i + 3 * stride < n; i += 4 * stride) {
@@ -72,15 +73,17 @@ __device__ __forceinline__ void vectors(unsigned rank, unsigned count, V* __rest
     dst[i + 2 * stride] = c;
     dst[i + 3 * stride] = d;
   }
-  for (; i < n; i += stride) dst[i] = src[i];
+  for (; i < n; i += stride)
+    dst[i] = src[i];
 }
-__device__ __forceinline__ void bytes_(unsigned rank, unsigned count, unsigned char* dst, const unsigned char* src,
-                                       std::size_t n) {
-  for (std::size_t i = rank; i < n; i += count) dst[i] = src[i];
+__device__ __forceinline__ void
+bytes_(unsigned rank, unsigned count, unsigned char* dst, const unsigned char* src, std::size_t n) {
+  for (std::size_t i = rank; i < n; i += count)
+    dst[i] = src[i];
 }
 template <std::size_t W, class V>
-__device__ __forceinline__ void aligned(unsigned rank, unsigned count, unsigned char* dst, const unsigned char* src,
-                                        std::size_t n) {
+__device__ __forceinline__ void
+aligned(unsigned rank, unsigned count, unsigned char* dst, const unsigned char* src, std::size_t n) {
   std::size_t head = (W - (reinterpret_cast<std::uintptr_t>(dst) & (W - 1))) & (W - 1);
   head = head < n ? head : n;
   bytes_(rank, count, dst, src, head);
@@ -100,27 +103,28 @@ __device__ inline void block_copy(unsigned rank, unsigned count, void* dst_, con
 }
 } // namespace
 
-extern "C" __global__ void block_put(void* const* peers, std::size_t offset_bytes, int pe, int n_pes, float* local,
-                                     std::size_t n) {
+extern "C" __global__ void
+block_put(void* const* peers, std::size_t offset_bytes, int pe, int n_pes, float* local, std::size_t n) {
   check_pe(pe, n_pes);
   auto block = cg::this_thread_block();
   block_copy(block.thread_rank(), block.num_threads(), at<float>(peers, pe, offset_bytes), local, n * sizeof(float));
   block.sync();
 }
-extern "C" __global__ void block_get(void* const* peers, std::size_t offset_bytes, int pe, int n_pes, float* local,
-                                     std::size_t n) {
+extern "C" __global__ void
+block_get(void* const* peers, std::size_t offset_bytes, int pe, int n_pes, float* local, std::size_t n) {
   check_pe(pe, n_pes);
   auto block = cg::this_thread_block();
   block_copy(block.thread_rank(), block.num_threads(), local, at<float>(peers, pe, offset_bytes), n * sizeof(float));
   block.sync();
 }
 
-extern "C" __global__ void ring_loop(void* const* peers, std::size_t offset_bytes, int my_pe, int n_pes, float* local,
-                                     std::size_t n) {
+extern "C" __global__ void
+ring_loop(void* const* peers, std::size_t offset_bytes, int my_pe, int n_pes, float* local, std::size_t n) {
   const int right = (my_pe + 1) % n_pes;
   check_pe(right, n_pes);
   float* dst = at<float>(peers, right, offset_bytes);
-  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) dst[i] = local[i];
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+    dst[i] = local[i];
 }
 
 extern "C" __global__ void scalar_p(void* const* peers, std::size_t offset_bytes, int pe, int n_pes, int v) {

@@ -61,4 +61,6 @@ extern "C" __global__ void ring_loop(symm::device_array<float> u) {
 }
 
 // (6) a scalar p through scalar_ref (remote(scalar, pe) is a pe_ref<T>).
-extern "C" __global__ void scalar_p(symm::scalar_ref<int> s, int pe, int v) { symm::remote(s, pe) = v; }
+extern "C" __global__ void scalar_p(symm::scalar_ref<int> s, int pe, int v) {
+  symm::remote(s, pe) = v;
+}

@@ -24,7 +24,7 @@
   do {                                                                                                                 \
     if ((expr) == -1) {                                                                                                \
       int symm_errno_ = errno;                                                                                         \
-      ::std::fprintf(stderr, "symm: %s failed: %s (%s:%d)\n", #expr, ::std::strerror(symm_errno_), __FILE__,          \
+      ::std::fprintf(stderr, "symm: %s failed: %s (%s:%d)\n", #expr, ::std::strerror(symm_errno_), __FILE__,           \
                      __LINE__);                                                                                        \
     }                                                                                                                  \
   } while (0)

@@ -24,12 +24,13 @@ enum class pe_state : std::uint32_t { joining = 0, running = 1, finalized = 2, f
 //! Which collective operation a PE asked for.
 enum class collective_kind : std::uint64_t {
   none = 0,
-  allocate = 1,      //!< args: bytes, alignment
-  free = 2,          //!< args: the offset freed
-  split_strided = 3, //!< args: start, stride, size (in the parent team)
-  split_2d = 4,      //!< args: x_range
-  destroy_team = 5,  //!< no args
-  team_collective = 6, //!< a collective of symm/collectives.hpp; args: what (see describe_collective_call), src size, dst size
+  allocate = 1,        //!< args: bytes, alignment
+  free = 2,            //!< args: the offset freed
+  split_strided = 3,   //!< args: start, stride, size (in the parent team)
+  split_2d = 4,        //!< args: x_range
+  destroy_team = 5,    //!< no args
+  team_collective = 6, //!< a collective of symm/collectives.hpp; args: what (see describe_collective_call), src size,
+                       //!< dst size
 };
 
 //! One collective operation (an allocation, a free, a team split), as each PE of the team asked for it; compared
@@ -38,7 +39,8 @@ struct collective_request {
   std::uint64_t sequence; //!< how many collective operations this PE has done on this team, this one included
   collective_kind kind;
   std::int64_t args[3];   //!< what was asked (compared)
-  std::uint64_t channels; //!< not compared: the host barrier channels of the teams this PE belongs to (bit c: channel c)
+  std::uint64_t channels; //!< not compared: the host barrier channels of the teams this PE belongs to (bit c: channel
+                          //!< c)
 };
 
 //! A centralized sense-reversing barrier: arrivals count up, the last one bumps the generation and wakes sleepers.
@@ -56,15 +58,18 @@ struct pe_control {
   std::uint32_t failure_written;
   // [channel of the team][sequence parity]: a PE belongs to at most one live team per channel (channel 0: the world)
   alignas(64) collective_request requests[barrier_channels][2];
-  alignas(64) char failure[1024];             // why this PE failed, for the others' messages
+  alignas(64) char failure[1024];                         // why this PE failed, for the others' messages
   alignas(64) barrier_channel barriers[barrier_channels]; // used on the page of the barrier's root PE
   alignas(64) std::uint32_t sleepers; // host threads asleep on a futex in this PE's heap (symm/wait.hpp): writers
-                                       // of 4-byte words wake them only while it is not 0
+                                      // of 4-byte words wake them only while it is not 0
 };
 
 inline constexpr std::size_t control_page_bytes = (sizeof(pe_control) + 4095) / 4096 * 4096;
 
-template <class T> std::atomic_ref<T> atomic_at(T& object) { return std::atomic_ref<T>(object); }
+template <class T>
+std::atomic_ref<T> atomic_at(T& object) {
+  return std::atomic_ref<T>(object);
+}
 
 inline void futex_wake_all(std::uint32_t* word) {
   ::syscall(SYS_futex, word, FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
@@ -95,8 +100,10 @@ public:
                    why.empty() ? "no reason given" : why);
       }
       if (state == pe_state::finalized) {
-        SYMM_THROW(errc::peer_failed, "PE {} waited in {} but PE {} (pid {}) already finalized its world: the PEs "
-                   "ran different sequences of collective operations", my_pe_, what, p, pid);
+        SYMM_THROW(errc::peer_failed,
+                   "PE {} waited in {} but PE {} (pid {}) already finalized its world: the PEs "
+                   "ran different sequences of collective operations",
+                   my_pe_, what, p, pid);
       }
       if (pid != 0 && pid != static_cast<std::uint32_t>(::getpid()) && ::kill(static_cast<pid_t>(pid), 0) != 0 &&
           errno == ESRCH) {
@@ -142,8 +149,8 @@ inline void barrier_wait(barrier_channel& channel, std::uint32_t count, const li
     futex_wake_all(&channel.generation);
     return;
   }
-  wait_on(&channel.generation, [&] { return generation.load(std::memory_order_acquire) != my_generation; }, peers,
-          what);
+  wait_on(
+      &channel.generation, [&] { return generation.load(std::memory_order_acquire) != my_generation; }, peers, what);
 }
 
 } // namespace detail

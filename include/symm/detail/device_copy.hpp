@@ -12,8 +12,8 @@ SYMM_BEGIN_NAMESPACE
 namespace detail {
 
 template <class Vector>
-SYMM_DEVICE SYMM_FORCEINLINE void copy_vectors(unsigned rank, unsigned count, Vector* __restrict__ dst,
-                                               const Vector* __restrict__ src, std::size_t n) {
+SYMM_DEVICE SYMM_FORCEINLINE void
+copy_vectors(unsigned rank, unsigned count, Vector* __restrict__ dst, const Vector* __restrict__ src, std::size_t n) {
   std::size_t i = rank;
   const std::size_t stride = count;
   for (; i + 3 * stride < n; i += 4 * stride) {
@@ -23,18 +23,20 @@ SYMM_DEVICE SYMM_FORCEINLINE void copy_vectors(unsigned rank, unsigned count, Ve
     dst[i + 2 * stride] = c;
     dst[i + 3 * stride] = d;
   }
-  for (; i < n; i += stride) dst[i] = src[i];
+  for (; i < n; i += stride)
+    dst[i] = src[i];
 }
 
-SYMM_DEVICE SYMM_FORCEINLINE void copy_bytes(unsigned rank, unsigned count, unsigned char* dst,
-                                             const unsigned char* src, std::size_t n) {
-  for (std::size_t i = rank; i < n; i += count) dst[i] = src[i];
+SYMM_DEVICE SYMM_FORCEINLINE void
+copy_bytes(unsigned rank, unsigned count, unsigned char* dst, const unsigned char* src, std::size_t n) {
+  for (std::size_t i = rank; i < n; i += count)
+    dst[i] = src[i];
 }
 
 //! Copies `bytes` from src to dst with the group's threads (`rank` of `count`). Buffers must not overlap.
 template <std::size_t Width, class Vector>
-SYMM_DEVICE SYMM_FORCEINLINE void copy_aligned(unsigned rank, unsigned count, unsigned char* dst,
-                                               const unsigned char* src, std::size_t bytes) {
+SYMM_DEVICE SYMM_FORCEINLINE void
+copy_aligned(unsigned rank, unsigned count, unsigned char* dst, const unsigned char* src, std::size_t bytes) {
   std::size_t head = (Width - (reinterpret_cast<std::uintptr_t>(dst) & (Width - 1))) & (Width - 1);
   head = head < bytes ? head : bytes;
   copy_bytes(rank, count, dst, src, head);

@@ -31,7 +31,8 @@ SYMM_DEVICE SYMM_FORCEINLINE std::uint64_t global_timer_ns() {
 
 //! Spins until done() holds. The clock is first read after 1024 polls and then every 1024, so a wait that ends soon
 //! costs its polls alone (a %globaltimer read is slow next to a poll).
-template <class Done> SYMM_DEVICE SYMM_FORCEINLINE void device_wait_until(Done&& done, const char* what, int me, int peer) {
+template <class Done>
+SYMM_DEVICE SYMM_FORCEINLINE void device_wait_until(Done&& done, const char* what, int me, int peer) {
   std::uint64_t start = 0;
   for (unsigned polls = 1; !done(); ++polls) {
     if ((polls & 1023u) != 0) continue;

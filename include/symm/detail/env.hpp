@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include <charconv>
-#include <initializer_list>
 #include <cstdlib>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -85,22 +85,22 @@ inline std::string derived_job_dir(std::string_view job_key) {
 inline job_info job_from_environment() {
   if (launched_job) return *launched_job;
   job_info info;
-  auto take = [&](const char* rank, const char* size, const char* local_rank, const char* local_size,
-                  const char* source) {
-    auto r = env_int(rank);
-    auto s = env_int(size);
-    if (!r && !s) return false;
-    if (!r || !s) {
-      SYMM_THROW(errc::environment, "{} is set but {} is not: both are needed to start a PE", r ? rank : size,
-                 r ? size : rank);
-    }
-    info.pe = *r;
-    info.n_pes = *s;
-    info.local_pe = local_rank ? env_int(local_rank).value_or(info.pe) : info.pe;
-    info.local_n_pes = local_size ? env_int(local_size).value_or(info.n_pes) : info.n_pes;
-    info.source = source;
-    return true;
-  };
+  auto take =
+      [&](const char* rank, const char* size, const char* local_rank, const char* local_size, const char* source) {
+        auto r = env_int(rank);
+        auto s = env_int(size);
+        if (!r && !s) return false;
+        if (!r || !s) {
+          SYMM_THROW(errc::environment, "{} is set but {} is not: both are needed to start a PE", r ? rank : size,
+                     r ? size : rank);
+        }
+        info.pe = *r;
+        info.n_pes = *s;
+        info.local_pe = local_rank ? env_int(local_rank).value_or(info.pe) : info.pe;
+        info.local_n_pes = local_size ? env_int(local_size).value_or(info.n_pes) : info.n_pes;
+        info.source = source;
+        return true;
+      };
   if (take("SYMM_PE", "SYMM_N_PES", "SYMM_LOCAL_PE", "SYMM_LOCAL_N_PES", "symmrun")) {
     info.job_dir = get_env("SYMM_JOB_DIR").value_or("");
     info.token = get_env("SYMM_JOB_TOKEN").value_or("");
@@ -109,23 +109,22 @@ inline job_info job_from_environment() {
     }
   } else if (take("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
                   "OMPI_COMM_WORLD_LOCAL_SIZE", "Open MPI")) {
-    info.job_dir = derived_job_dir(
-        first_env({"OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE"}, "ompi"));
+    info.job_dir = derived_job_dir(first_env({"OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE"}, "ompi"));
   } else if (take("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "PMI")) {
     info.job_dir = derived_job_dir(get_env("PMI_KVSNAME").value_or("pmi"));
   } else if (take("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", nullptr, "Slurm")) {
-    info.job_dir = derived_job_dir(fmt::format("{}.{}", get_env("SLURM_JOB_ID").value_or("0"),
-                                               get_env("SLURM_STEP_ID").value_or("0")));
-  } else if (take("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "torchrun")) {
     info.job_dir = derived_job_dir(
-        first_env({"TORCHELASTIC_RUN_ID", "MASTER_PORT"}, "torch"));
+        fmt::format("{}.{}", get_env("SLURM_JOB_ID").value_or("0"), get_env("SLURM_STEP_ID").value_or("0")));
+  } else if (take("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "torchrun")) {
+    info.job_dir = derived_job_dir(first_env({"TORCHELASTIC_RUN_ID", "MASTER_PORT"}, "torch"));
   } else {
     SYMM_THROW(errc::environment,
                "no launcher found: none of SYMM_PE/SYMM_N_PES (symmrun), OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE, "
                "SLURM_PROCID/NTASKS or RANK/WORLD_SIZE is set. Start the program with `symmrun -n N prog`, an MPI "
                "or Slurm launcher, or run PEs inside one program with symm::launch(n, fn)");
   }
-  if (info.n_pes < 1) SYMM_THROW(errc::environment, "{}: the job size is {}, it must be at least 1", info.source, info.n_pes);
+  if (info.n_pes < 1)
+    SYMM_THROW(errc::environment, "{}: the job size is {}, it must be at least 1", info.source, info.n_pes);
   if (info.pe >= info.n_pes) {
     SYMM_THROW(errc::environment, "{}: this PE's rank {} is not below the job size {}", info.source, info.pe,
                info.n_pes);

@@ -63,7 +63,8 @@ public:
   [[nodiscard]] std::size_t bytes_in_use() const noexcept { return in_use_; }
   [[nodiscard]] std::size_t largest_free_block() const noexcept {
     std::size_t largest = 0;
-    for (auto [start, size] : free_) largest = size > largest ? size : largest;
+    for (auto [start, size] : free_)
+      largest = size > largest ? size : largest;
     return largest;
   }
   [[nodiscard]] std::size_t block_size(std::size_t offset) const {

@@ -33,7 +33,8 @@ namespace detail {
 //! Throws errc::unsupported unless host code can touch the heap of `world` with atomics (the host backend).
 inline void require_host_atomics(const world_state* world, int pe, std::string_view what) {
   if (world->kind() != symm::backend::host) {
-    SYMM_THROW(errc::unsupported, "PE {}: {} on PE {} was called from host code, but on the {} backend the symmetric "
+    SYMM_THROW(errc::unsupported,
+               "PE {}: {} on PE {} was called from host code, but on the {} backend the symmetric "
                "heap is GPU memory, which a CPU thread cannot access atomically; call it from device code (a "
                "kernel), where it is one atomic instruction, or use the host backend (SYMM_BACKEND=host)",
                world->my_pe(), what, pe, to_string(world->kind()));
@@ -59,14 +60,15 @@ inline void require_host_readable(const world_state& world, const void* address,
   if (!device) {
     cudaPointerAttributes attributes{};
     if (cudaPointerGetAttributes(&attributes, address) != cudaSuccess) {
-      (void)cudaGetLastError();
+      (void) cudaGetLastError();
     } else {
       device = attributes.type == cudaMemoryTypeDevice;
     }
   }
 #endif
   if (device) {
-    SYMM_THROW(errc::unsupported, "PE {}: {} in host code on a word in GPU memory ({} backend): a CPU thread cannot "
+    SYMM_THROW(errc::unsupported,
+               "PE {}: {} in host code on a word in GPU memory ({} backend): a CPU thread cannot "
                "wait on device memory; wait in device code (a kernel), or on host memory, or use the host backend",
                world.my_pe(), what, to_string(world.kind()));
   }
@@ -74,7 +76,8 @@ inline void require_host_readable(const world_state& world, const void* address,
 
 //! After a host-side write of `address` (in PE `pe`'s heap): wakes the threads asleep on it, if any. Only 4-byte words
 //! have sleepers; the fence pairs with the one in host_wait (see the header comment).
-template <class T> void wake_waiters(const world_state* world, int pe, const T* address) noexcept {
+template <class T>
+void wake_waiters(const world_state* world, int pe, const T* address) noexcept {
   if constexpr (sizeof(T) == sizeof(std::uint32_t)) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (atomic_at(world->control(pe).sleepers).load(std::memory_order_seq_cst) != 0) {
@@ -134,7 +137,8 @@ std::remove_cv_t<T> host_wait(const world_state& world, int owner, T* word, Done
 
 //! Waits until `done()` holds, where done reads several words (wait_until_any / some): spins, then yields, checking
 //! liveness as host_wait does.
-template <class Done> void host_poll(const world_state& world, Done&& done, std::string_view what) {
+template <class Done>
+void host_poll(const world_state& world, Done&& done, std::string_view what) {
   for (int spin = 0; spin < 2048; ++spin) {
     if (done()) return;
 #if defined(__x86_64__)

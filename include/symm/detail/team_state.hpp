@@ -157,7 +157,8 @@ inline std::shared_ptr<team_state> split_strided(team_state& parent, int start, 
   else if (start < 0 || start >= n) problem = fmt::format("start must be a PE of the parent team, in [0, {})", n);
   else if (std::int64_t{start} + std::int64_t{size - 1} * stride >= n) {
     problem = fmt::format("its last PE, start + (size - 1) * stride = {}, is not in the parent team, whose PEs are "
-                          "0 to {}", std::int64_t{start} + std::int64_t{size - 1} * stride, n - 1);
+                          "0 to {}",
+                          std::int64_t{start} + std::int64_t{size - 1} * stride, n - 1);
   }
   if (!problem.empty()) {
     SYMM_THROW(errc::invalid_argument, "PE {}: {} of {}: {}", w.my_pe(), what, parent.name(), problem);

@@ -32,14 +32,16 @@ enum class backend {
   cuda, //!< GPU memory over CUDA VMM/IPC; device code and stream-ordered host operations
 };
 
-constexpr std::string_view to_string(backend b) noexcept { return b == backend::host ? "host" : "cuda"; }
+constexpr std::string_view to_string(backend b) noexcept {
+  return b == backend::host ? "host" : "cuda";
+}
 
 //! How to start a world. Every field has a default; environment variables override the defaults, not explicit values.
 struct world_options {
-  std::optional<symm::backend> backend;  //!< default: SYMM_BACKEND, else cuda when a GPU is usable, else host
-  std::size_t heap_size = 0;             //!< bytes per PE; 0: SYMM_HEAP_SIZE, else 256 MiB
+  std::optional<symm::backend> backend;           //!< default: SYMM_BACKEND, else cuda when a GPU is usable, else host
+  std::size_t heap_size = 0;                      //!< bytes per PE; 0: SYMM_HEAP_SIZE, else 256 MiB
   std::chrono::milliseconds bootstrap_timeout{0}; //!< 0: SYMM_BOOTSTRAP_TIMEOUT_MS, else 60 s
-  int device = -1;                       //!< GPU of this PE; -1: SYMM_DEVICE, else local PE modulo GPU count
+  int device = -1;                                //!< GPU of this PE; -1: SYMM_DEVICE, else local PE modulo GPU count
 };
 
 namespace detail {
@@ -74,10 +76,10 @@ struct collective_group {
 //! bit_or, bit_xor, a user's), the element size (bits 16-31) and kind (bits 32-39: other, signed, unsigned, floating,
 //! bool), the root plus one (bits 40-62; 0: none). Encoded by symm/collectives.hpp.
 inline std::string describe_collective_call(std::int64_t code) {
-  static constexpr std::string_view collectives[] = {"?", "broadcast", "fcollect", "alltoall", "reduce", "allreduce",
-                                                     "reduce_scatter"};
-  static constexpr std::string_view ops[] = {"", "plus", "multiplies", "min", "max", "bit_and", "bit_or", "bit_xor",
-                                             "a user's operation"};
+  static constexpr std::string_view collectives[] = {
+      "?", "broadcast", "fcollect", "alltoall", "reduce", "allreduce", "reduce_scatter"};
+  static constexpr std::string_view ops[] = {
+      "", "plus", "multiplies", "min", "max", "bit_and", "bit_or", "bit_xor", "a user's operation"};
   static constexpr std::string_view kinds[] = {"", "signed ", "unsigned ", "floating-point ", "bool "};
   const auto field = [&](int shift, int bits) {
     return static_cast<std::size_t>((code >> shift) & ((std::int64_t{1} << bits) - 1));
@@ -96,7 +98,8 @@ inline std::string describe(const collective_request& r) {
   switch (r.kind) {
     case collective_kind::allocate:
       return fmt::format("collective heap operation #{}: allocate bytes {}", r.sequence, r.args[0]);
-    case collective_kind::free: return fmt::format("collective heap operation #{}: free offset {}", r.sequence, r.args[0]);
+    case collective_kind::free:
+      return fmt::format("collective heap operation #{}: free offset {}", r.sequence, r.args[0]);
     case collective_kind::split_strided:
       return fmt::format("collective operation #{}: split_strided(start = {}, stride = {}, size = {})", r.sequence,
                          r.args[0], r.args[1], r.args[2]);
@@ -117,8 +120,8 @@ public:
     kind_ = choose_backend(options);
     heap_bytes_ = options.heap_size != 0 ? options.heap_size : heap_size_from_env(default_heap_size);
     auto timeout = options.bootstrap_timeout.count() != 0
-                       ? options.bootstrap_timeout
-                       : std::chrono::milliseconds(env_int("SYMM_BOOTSTRAP_TIMEOUT_MS").value_or(60000));
+                     ? options.bootstrap_timeout
+                     : std::chrono::milliseconds(env_int("SYMM_BOOTSTRAP_TIMEOUT_MS").value_or(60000));
     boot_ = std::make_unique<bootstrap>(job_, timeout);
     host_ = std::make_unique<host_heap>(*boot_, kind_ == symm::backend::host ? heap_bytes_ : 0);
     controls_.assign(host_->controls(), host_->controls() + job_.n_pes);
@@ -139,16 +142,20 @@ public:
       peer_bases_.assign(cuda_->bases(), cuda_->bases() + job_.n_pes);
       device_peer_bases_ = cuda_->device_table();
 #else
-      SYMM_THROW(errc::unsupported, "PE {}: the cuda backend was asked for, but this program was built without it "
-                 "(SYMM_ENABLE_CUDA=0); rebuild with the CUDA toolkit or use SYMM_BACKEND=host", job_.pe);
+      SYMM_THROW(errc::unsupported,
+                 "PE {}: the cuda backend was asked for, but this program was built without it "
+                 "(SYMM_ENABLE_CUDA=0); rebuild with the CUDA toolkit or use SYMM_BACKEND=host",
+                 job_.pe);
 #endif
     }
     allocator_.emplace(heap_bytes_);
     // The first block of every heap belongs to symm (device barrier flags): same offset everywhere, zeroed.
     auto system = allocator_->allocate(system_area_bytes(job_.n_pes), heap_allocator::min_alignment);
     if (!system) {
-      SYMM_THROW(errc::heap_exhausted, "PE {}: the heap of {} bytes cannot hold symm's own {} bytes of barrier flags; "
-                 "raise SYMM_HEAP_SIZE", job_.pe, heap_bytes_, system_area_bytes(job_.n_pes));
+      SYMM_THROW(errc::heap_exhausted,
+                 "PE {}: the heap of {} bytes cannot hold symm's own {} bytes of barrier flags; "
+                 "raise SYMM_HEAP_SIZE",
+                 job_.pe, heap_bytes_, system_area_bytes(job_.n_pes));
     }
     system_offset_ = *system;
     boot_->barrier();
@@ -193,23 +200,48 @@ public:
     mine.failure[n] = '\0';
     atomic_at(mine.state).store(static_cast<std::uint32_t>(pe_state::failed), std::memory_order_release);
     for (auto* page : controls_) {
-      for (auto& channel : page->barriers) futex_wake_all(&channel.generation); // team barriers too
+      for (auto& channel : page->barriers)
+        futex_wake_all(&channel.generation); // team barriers too
     }
   }
 
-  [[nodiscard]] int my_pe() const noexcept { return job_.pe; }
-  [[nodiscard]] int n_pes() const noexcept { return job_.n_pes; }
-  [[nodiscard]] const job_info& job() const noexcept { return job_; }
-  [[nodiscard]] symm::backend kind() const noexcept { return kind_; }
-  [[nodiscard]] bool alive() const noexcept { return alive_; }
-  [[nodiscard]] std::size_t heap_bytes() const noexcept { return heap_bytes_; }
-  [[nodiscard]] std::byte* const* peer_bases() const noexcept { return peer_bases_.data(); }
-  [[nodiscard]] std::byte* const* device_peer_bases() const noexcept { return device_peer_bases_; }
-  [[nodiscard]] const liveness& peers() const noexcept { return live_; }
-  [[nodiscard]] pe_control& control(int pe) const noexcept { return *controls_[static_cast<std::size_t>(pe)]; }
-  [[nodiscard]] const heap_allocator& allocator() const noexcept { return *allocator_; }
+  [[nodiscard]] int my_pe() const noexcept {
+    return job_.pe;
+  }
+  [[nodiscard]] int n_pes() const noexcept {
+    return job_.n_pes;
+  }
+  [[nodiscard]] const job_info& job() const noexcept {
+    return job_;
+  }
+  [[nodiscard]] symm::backend kind() const noexcept {
+    return kind_;
+  }
+  [[nodiscard]] bool alive() const noexcept {
+    return alive_;
+  }
+  [[nodiscard]] std::size_t heap_bytes() const noexcept {
+    return heap_bytes_;
+  }
+  [[nodiscard]] std::byte* const* peer_bases() const noexcept {
+    return peer_bases_.data();
+  }
+  [[nodiscard]] std::byte* const* device_peer_bases() const noexcept {
+    return device_peer_bases_;
+  }
+  [[nodiscard]] const liveness& peers() const noexcept {
+    return live_;
+  }
+  [[nodiscard]] pe_control& control(int pe) const noexcept {
+    return *controls_[static_cast<std::size_t>(pe)];
+  }
+  [[nodiscard]] const heap_allocator& allocator() const noexcept {
+    return *allocator_;
+  }
   //! Offset of symm's own block (device barrier flags) in every heap.
-  [[nodiscard]] std::size_t system_offset() const noexcept { return system_offset_; }
+  [[nodiscard]] std::size_t system_offset() const noexcept {
+    return system_offset_;
+  }
   //! Bytes of that block: the world's device barrier flags (per channel, one arrival word per PE and this PE's epoch
   //! counter), then the teams' device barrier flags (at team_flags_offset()), then the flags of the kernels that
   //! host-issued collectives launch (at collective_flags_offset()).
@@ -238,7 +270,9 @@ public:
     return static_cast<std::size_t>(barrier_channels) * 2 * static_cast<std::size_t>(n_pes) * sizeof(std::uint64_t);
   }
 #if SYMM_CUDA_BACKEND()
-  [[nodiscard]] cuda_heap* cuda() const noexcept { return cuda_.get(); }
+  [[nodiscard]] cuda_heap* cuda() const noexcept {
+    return cuda_.get();
+  }
 #endif
 
   void require_alive(std::string_view what) const {
@@ -272,9 +306,15 @@ public:
 
   //! Host barrier channels of the teams this PE belongs to (bit c: channel c; bit 0: the world's). Team creation
   //! picks a channel no member uses, so a PE is in at most one live team per channel.
-  [[nodiscard]] std::uint64_t team_channels() const noexcept { return team_channels_; }
-  void claim_team_channel(int channel) noexcept { team_channels_ |= std::uint64_t{1} << channel; }
-  void release_team_channel(int channel) noexcept { team_channels_ &= ~(std::uint64_t{1} << channel); }
+  [[nodiscard]] std::uint64_t team_channels() const noexcept {
+    return team_channels_;
+  }
+  void claim_team_channel(int channel) noexcept {
+    team_channels_ |= std::uint64_t{1} << channel;
+  }
+  void release_team_channel(int channel) noexcept {
+    team_channels_ &= ~(std::uint64_t{1} << channel);
+  }
 
   //! Collective allocation: checks that every PE asked the same, then runs the deterministic allocator.
   std::size_t allocate(std::size_t bytes, std::size_t alignment, std::string_view what) {
@@ -282,7 +322,8 @@ public:
           world_group(), what);
     auto offset = allocator_->allocate(bytes, alignment);
     if (!offset) {
-      SYMM_THROW(errc::heap_exhausted, "PE {}: {} needs {} bytes but the symmetric heap's largest free block is {} "
+      SYMM_THROW(errc::heap_exhausted,
+                 "PE {}: {} needs {} bytes but the symmetric heap's largest free block is {} "
                  "bytes ({} of {} bytes in use); raise SYMM_HEAP_SIZE or world_options::heap_size (now {} bytes)",
                  job_.pe, what, bytes, allocator_->largest_free_block(), allocator_->bytes_in_use(), heap_bytes_,
                  heap_bytes_);
@@ -293,8 +334,10 @@ public:
   //! Collective free of the block at `offset`: every PE must free the same block at the same point.
   void deallocate(std::size_t offset, std::string_view what) {
     if (allocator_->block_size(offset) == 0) {
-      SYMM_THROW(errc::invalid_free, "PE {}: {} frees offset {}, which is not an allocated block of the symmetric heap "
-                 "(freed twice, or never allocated)", job_.pe, what, offset);
+      SYMM_THROW(errc::invalid_free,
+                 "PE {}: {} frees offset {}, which is not an allocated block of the symmetric heap "
+                 "(freed twice, or never allocated)",
+                 job_.pe, what, offset);
     }
     quiet();
     agree(collective_request{0, collective_kind::free, {to_arg(offset), 0, 0}, team_channels_}, world_group(), what);
@@ -346,7 +389,8 @@ public:
     barrier(group, what);
     if (gathered != nullptr) {
       gathered->clear();
-      for (int pe : group.members) gathered->push_back(slot(pe));
+      for (int pe : group.members)
+        gathered->push_back(slot(pe));
     }
     if (!check || !SYMM_CHECK_LEVEL(1)) return;
     bool same = true, heap_only = true;
@@ -365,17 +409,22 @@ public:
                            : fmt::format("\n  PE {} (team PE {}): {}", pe, i, describe(slot(pe)));
     }
     if (heap_only) {
-      SYMM_THROW(errc::allocation_mismatch, "PE {}: {}: the PEs did not ask for the same collective allocation; every "
-                 "PE must allocate and free symmetric objects with the same sizes in the same order:{}", job_.pe, what,
-                 table);
+      SYMM_THROW(errc::allocation_mismatch,
+                 "PE {}: {}: the PEs did not ask for the same collective allocation; every "
+                 "PE must allocate and free symmetric objects with the same sizes in the same order:{}",
+                 job_.pe, what, table);
     }
-    SYMM_THROW(errc::allocation_mismatch, "PE {}: {}: the PEs of {} did not ask for the same collective operation; "
+    SYMM_THROW(errc::allocation_mismatch,
+               "PE {}: {}: the PEs of {} did not ask for the same collective operation; "
                "every PE of a team must make the same collective calls (team splits and destruction, allocations) in "
-               "the same order with the same arguments:{}", job_.pe, what, group.name, table);
+               "the same order with the same arguments:{}",
+               job_.pe, what, group.name, table);
   }
 
 private:
-  static std::int64_t to_arg(std::size_t value) noexcept { return static_cast<std::int64_t>(value); }
+  static std::int64_t to_arg(std::size_t value) noexcept {
+    return static_cast<std::int64_t>(value);
+  }
 
   job_info job_;
   symm::backend kind_{};
@@ -404,8 +453,10 @@ inline thread_local world_state* current_world = nullptr;
 
 inline world_state& require_current_world(std::string_view what) {
   if (current_world == nullptr) {
-    SYMM_THROW(errc::not_initialized, "{} was called with no symm::world alive on this thread; construct a "
-               "symm::world first (or run inside symm::launch)", what);
+    SYMM_THROW(errc::not_initialized,
+               "{} was called with no symm::world alive on this thread; construct a "
+               "symm::world first (or run inside symm::launch)",
+               what);
   }
   return *current_world;
 }

@@ -57,11 +57,13 @@ inline void ensure_private_dir(const std::string& dir) {
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     SYMM_THROW(errc::bootstrap, "cannot create the job directory {}: {}", dir, std::strerror(errno));
   }
-  struct stat st{};
+  struct stat st {};
   SYMM_TRY_SYS(::lstat(dir.c_str(), &st));
   if (!S_ISDIR(st.st_mode) || st.st_uid != ::getuid() || (st.st_mode & 077) != 0) {
-    SYMM_THROW(errc::bootstrap, "job directory {} must be a directory owned by uid {} with mode 0700 (found uid {}, "
-               "mode {:o}); refusing to rendezvous there", dir, ::getuid(), st.st_uid, st.st_mode & 07777);
+    SYMM_THROW(errc::bootstrap,
+               "job directory {} must be a directory owned by uid {} with mode 0700 (found uid {}, "
+               "mode {:o}); refusing to rendezvous there",
+               dir, ::getuid(), st.st_uid, st.st_mode & 07777);
   }
 }
 
@@ -96,7 +98,8 @@ public:
       for (int p = 1; p < n_pes_; ++p) {
         receive(p, boot_step::allgather, std::span(all).subspan(mine.size() * p, mine.size()), deadline);
       }
-      for (int p = 1; p < n_pes_; ++p) transmit(p, boot_step::allgather, all, deadline);
+      for (int p = 1; p < n_pes_; ++p)
+        transmit(p, boot_step::allgather, all, deadline);
     } else {
       transmit(0, boot_step::allgather, mine, deadline);
       receive(0, boot_step::allgather, all, deadline);
@@ -104,7 +107,8 @@ public:
     return all;
   }
 
-  template <class T> std::vector<T> allgather_value(const T& mine) {
+  template <class T>
+  std::vector<T> allgather_value(const T& mine) {
     static_assert(std::is_trivially_copyable_v<T>, "bootstrap values travel as bytes");
     auto bytes = allgather(std::as_bytes(std::span(&mine, 1)));
     std::vector<T> out(static_cast<std::size_t>(n_pes_));
@@ -127,8 +131,8 @@ public:
       for (int p = 1; p < n_pes_; ++p) {
         send_header(p, boot_step::fd, 0, deadline);
         for (int q = 0; q < n_pes_; ++q) {
-          if (q != p) check_io(send_fd(peers_[p].get(), all[static_cast<std::size_t>(q)].get(), deadline), p,
-                               boot_step::fd);
+          if (q != p)
+            check_io(send_fd(peers_[p].get(), all[static_cast<std::size_t>(q)].get(), deadline), p, boot_step::fd);
         }
       }
     } else {
@@ -145,7 +149,7 @@ public:
   //! A barrier over the sockets: for init and finalize, when no shared memory exists yet or any longer.
   void barrier() {
     std::byte none{};
-    (void)allgather(std::span(&none, 1));
+    (void) allgather(std::span(&none, 1));
   }
 
 private:
@@ -167,9 +171,10 @@ private:
         for (int p = 1; p < n_pes_; ++p) {
           if (!peers_[p]) missing += fmt::format("{}{}", missing.empty() ? "" : ", ", p);
         }
-        SYMM_THROW(errc::timeout, "PE 0 waited {} ms at {} for all {} PEs to join; these never came: PE {}. Were they "
-                   "started with the same job ({} variables)?", timeout_.count(), socket_path_, n_pes_, missing,
-                   job.source);
+        SYMM_THROW(errc::timeout,
+                   "PE 0 waited {} ms at {} for all {} PEs to join; these never came: PE {}. Were they "
+                   "started with the same job ({} variables)?",
+                   timeout_.count(), socket_path_, n_pes_, missing, job.source);
       }
       unique_fd conn(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
       if (!conn) continue;
@@ -189,17 +194,18 @@ private:
       else if (hello.pe <= 0 || hello.pe >= n_pes_) reason = "PE number out of range";
       else if (peers_[hello.pe]) reason = "PE number already joined";
       if (!reason.empty()) {
-        std::string text = fmt::format("PE 0 refused PE {} (job size {}): {}; PE 0's job has {} PEs", hello.pe,
-                                       hello.n_pes, reason, n_pes_);
+        std::string text = fmt::format(
+            "PE 0 refused PE {} (job size {}): {}; PE 0's job has {} PEs", hello.pe, hello.n_pes, reason, n_pes_);
         boot_header r{.seq = 0, .step = boot_step::refused, .pe = 0, .length = text.size()};
-        (void)send_all(conn.get(), std::as_bytes(std::span(&r, 1)), deadline);
-        (void)send_all(conn.get(), std::as_bytes(std::span(text.data(), text.size())), deadline);
+        (void) send_all(conn.get(), std::as_bytes(std::span(&r, 1)), deadline);
+        (void) send_all(conn.get(), std::as_bytes(std::span(text.data(), text.size())), deadline);
         continue;
       }
       peers_[hello.pe] = std::move(conn);
       ++joined;
     }
-    for (int p = 1; p < n_pes_; ++p) send_header(p, boot_step::welcome, 0, deadline);
+    for (int p = 1; p < n_pes_; ++p)
+      send_header(p, boot_step::welcome, 0, deadline);
   }
 
   void connect_to_root(const job_info& job, deadline_clock::time_point deadline) {
@@ -216,8 +222,10 @@ private:
         SYMM_THROW(errc::bootstrap, "PE {} cannot connect to {}: {}", pe_, socket_path_, std::strerror(errno));
       }
       if (deadline_clock::now() > deadline) {
-        SYMM_THROW(errc::timeout, "PE {} waited {} ms for PE 0's rendezvous socket {}; PE 0 never listened there. "
-                   "Was PE 0 started, with the same job ({})?", pe_, timeout_.count(), socket_path_, job.source);
+        SYMM_THROW(errc::timeout,
+                   "PE {} waited {} ms for PE 0's rendezvous socket {}; PE 0 never listened there. "
+                   "Was PE 0 started, with the same job ({})?",
+                   pe_, timeout_.count(), socket_path_, job.source);
       }
       // Start-up only: PE 0 may not have bound its socket yet.
       std::this_thread::sleep_for(pause);
@@ -234,7 +242,7 @@ private:
     check_io(recv_all(peers_[0].get(), std::as_writable_bytes(std::span(&h, 1)), deadline), 0, boot_step::welcome);
     if (h.step == boot_step::refused) {
       std::string text(h.length, '\0');
-      (void)recv_all(peers_[0].get(), std::as_writable_bytes(std::span(text.data(), text.size())), deadline);
+      (void) recv_all(peers_[0].get(), std::as_writable_bytes(std::span(text.data(), text.size())), deadline);
       SYMM_THROW(errc::bootstrap, "PE {} was refused by the job at {}: {}", pe_, socket_path_, text);
     }
     if (h.step != boot_step::welcome) {
@@ -257,12 +265,15 @@ private:
   void check_io(io_status s, int peer, boot_step step) {
     if (s == io_status::ok) return;
     if (s == io_status::closed) {
-      SYMM_THROW(errc::peer_failed, "PE {} lost its connection to PE {} during bootstrap step '{}' (step #{}): PE {} "
-                 "exited or crashed", pe_, peer, to_string(step), seq_, peer);
+      SYMM_THROW(errc::peer_failed,
+                 "PE {} lost its connection to PE {} during bootstrap step '{}' (step #{}): PE {} "
+                 "exited or crashed",
+                 pe_, peer, to_string(step), seq_, peer);
     }
-    SYMM_THROW(errc::timeout, "PE {} waited {} ms for PE {} in bootstrap step '{}' (step #{}); PE {} did not reach it. "
-               "Do all PEs create and destroy worlds and symmetric objects in the same order?", pe_, timeout_.count(),
-               peer, to_string(step), seq_, peer);
+    SYMM_THROW(errc::timeout,
+               "PE {} waited {} ms for PE {} in bootstrap step '{}' (step #{}); PE {} did not reach it. "
+               "Do all PEs create and destroy worlds and symmetric objects in the same order?",
+               pe_, timeout_.count(), peer, to_string(step), seq_, peer);
   }
 
   void send_header(int peer, boot_step step, std::uint64_t length, deadline_clock::time_point deadline) {
@@ -275,9 +286,10 @@ private:
     boot_header h{};
     check_io(recv_all(link(peer).get(), std::as_writable_bytes(std::span(&h, 1)), deadline), peer, step);
     if (h.step != step || h.seq != seq_) {
-      SYMM_THROW(errc::bootstrap, "PE {} is at bootstrap step '{}' (#{}) but PE {} sent step '{}' (#{}): the PEs ran "
-                 "collective operations in different orders", pe_, to_string(step), seq_, h.pe, to_string(h.step),
-                 h.seq);
+      SYMM_THROW(errc::bootstrap,
+                 "PE {} is at bootstrap step '{}' (#{}) but PE {} sent step '{}' (#{}): the PEs ran "
+                 "collective operations in different orders",
+                 pe_, to_string(step), seq_, h.pe, to_string(h.step), h.seq);
     }
     if (check_length && h.length != length) {
       SYMM_THROW(errc::bootstrap, "PE {} expected {} bytes from PE {} in step '{}' but PE {} sent {}", pe_, length,

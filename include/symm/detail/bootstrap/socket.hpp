@@ -120,8 +120,10 @@ inline sockaddr_un unix_address(const std::string& path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof(addr.sun_path)) {
-    SYMM_THROW(errc::bootstrap, "rendezvous socket path '{}' is {} bytes, longer than the {} a Unix socket allows; "
-               "use a shorter SYMM_JOB_DIR or TMPDIR", path, path.size(), sizeof(addr.sun_path) - 1);
+    SYMM_THROW(errc::bootstrap,
+               "rendezvous socket path '{}' is {} bytes, longer than the {} a Unix socket allows; "
+               "use a shorter SYMM_JOB_DIR or TMPDIR",
+               path, path.size(), sizeof(addr.sun_path) - 1);
   }
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   return addr;

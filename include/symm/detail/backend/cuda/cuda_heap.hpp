@@ -22,7 +22,7 @@ namespace detail {
 inline int cuda_device_count() noexcept {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    (void)cudaGetLastError();
+    (void) cudaGetLastError();
     return 0;
   }
   return count;
@@ -54,13 +54,17 @@ public:
   cuda_heap(bootstrap& boot, const job_info& job, std::size_t heap_bytes, int device) {
     int count = cuda_device_count();
     if (count == 0) {
-      SYMM_THROW(errc::unsupported, "PE {}: the cuda backend needs a GPU, but CUDA reports none (driver missing, "
-                 "CUDA_VISIBLE_DEVICES empty?); use SYMM_BACKEND=host for the CPU backend", job.pe);
+      SYMM_THROW(errc::unsupported,
+                 "PE {}: the cuda backend needs a GPU, but CUDA reports none (driver missing, "
+                 "CUDA_VISIBLE_DEVICES empty?); use SYMM_BACKEND=host for the CPU backend",
+                 job.pe);
     }
     device_ = device >= 0 ? device : std::max(job.local_pe, 0) % count;
     if (device_ >= count) {
-      SYMM_THROW(errc::invalid_argument, "PE {}: device {} was asked for (SYMM_DEVICE or world_options::device), but "
-                 "only {} GPUs are visible", job.pe, device_, count);
+      SYMM_THROW(errc::invalid_argument,
+                 "PE {}: device {} was asked for (SYMM_DEVICE or world_options::device), but "
+                 "only {} GPUs are visible",
+                 job.pe, device_, count);
     }
     SYMM_TRY_CUDA(cudaSetDevice(device_));
     SYMM_TRY_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));

@@ -54,9 +54,12 @@ public:
     }
     auto fds = boot.allgather_fd(mine.get());
     maps_.reserve(fds.size());
-    for (auto& fd : fds) maps_.emplace_back(fd.get(), total);
-    for (auto& m : maps_) controls_.push_back(reinterpret_cast<pe_control*>(m.base()));
-    for (auto& m : maps_) bases_.push_back(m.base() + control_page_bytes);
+    for (auto& fd : fds)
+      maps_.emplace_back(fd.get(), total);
+    for (auto& m : maps_)
+      controls_.push_back(reinterpret_cast<pe_control*>(m.base()));
+    for (auto& m : maps_)
+      bases_.push_back(m.base() + control_page_bytes);
   }
 
   [[nodiscard]] pe_control* const* controls() const noexcept { return controls_.data(); }
