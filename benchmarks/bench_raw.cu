@@ -196,13 +196,16 @@ F driver_entry(const char* name) {
 }
 
 struct vmm_api {
-  decltype(&cuMemGetAllocationGranularity) granularity = driver_entry<decltype(granularity)>("cuMemGetAllocationGranula"
-                                                                                             "rity");
+  decltype(&cuMemGetAllocationGranularity) granularity = driver_entry<decltype(granularity)>(
+      "cuMemGetAllocationGranula"
+      "rity");
   decltype(&cuMemCreate) create = driver_entry<decltype(create)>("cuMemCreate");
-  decltype(&cuMemExportToShareableHandle) export_handle = driver_entry<decltype(export_handle)>("cuMemExportToShareable"
-                                                                                                "Handle");
-  decltype(&cuMemImportFromShareableHandle) import_handle = driver_entry<decltype(import_handle)>("cuMemImportFromShare"
-                                                                                                  "ableHandle");
+  decltype(&cuMemExportToShareableHandle) export_handle = driver_entry<decltype(export_handle)>(
+      "cuMemExportToShareable"
+      "Handle");
+  decltype(&cuMemImportFromShareableHandle) import_handle = driver_entry<decltype(import_handle)>(
+      "cuMemImportFromShare"
+      "ableHandle");
   decltype(&cuMemAddressReserve) reserve = driver_entry<decltype(reserve)>("cuMemAddressReserve");
   decltype(&cuMemMap) map = driver_entry<decltype(map)>("cuMemMap");
   decltype(&cuMemSetAccess) set_access = driver_entry<decltype(set_access)>("cuMemSetAccess");

@@ -124,8 +124,9 @@ public:
   template <class Range>
     requires writable_contiguous_range_of<Range, value_type>
   void get(Range&& destination) const {
-    static_assert(!detail::extents_conflict<Extent, detail::static_extent_v<Range>>, "symm: get between static extents "
-                                                                                     "that differ");
+    static_assert(!detail::extents_conflict<Extent, detail::static_extent_v<Range>>,
+                  "symm: get between static extents "
+                  "that differ");
     detail::check_same_extent(size(), std::ranges::size(destination), pe_, "get");
     world_->copy(std::ranges::data(destination), address_, size_bytes());
   }

@@ -30,8 +30,9 @@ template <class T, std::size_t E, class Range>
   requires contiguous_range_of<Range, T>
 [[nodiscard]] future<> put_nbi(const pe_span<T, E>& dst, Range&& source) {
   static_assert(!std::is_const_v<T>, "symm::put_nbi: cannot put into a pe_span<const T>: the remote data is const");
-  static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>, "symm::put_nbi between static extents "
-                                                                              "that differ");
+  static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>,
+                "symm::put_nbi between static extents "
+                "that differ");
   detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put_nbi");
   return future<>(dst.world()->copy_async(dst.address(), std::ranges::data(source), dst.size_bytes()));
 }
@@ -40,8 +41,9 @@ template <class T, std::size_t E, class Range>
 template <class Range, class T, std::size_t E>
   requires writable_contiguous_range_of<Range, std::remove_cv_t<T>>
 [[nodiscard]] future<> get_nbi(Range&& destination, const pe_span<T, E>& src) {
-  static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>, "symm::get_nbi between static extents "
-                                                                              "that differ");
+  static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>,
+                "symm::get_nbi between static extents "
+                "that differ");
   detail::check_same_extent(src.size(), std::ranges::size(destination), src.pe(), "get_nbi");
   return future<>(src.world()->copy_async(std::ranges::data(destination), src.address(), src.size_bytes()));
 }
@@ -155,8 +157,9 @@ inline void require_cuda_backend(const world_state* world, const char* what) {
 template <class T, std::size_t E, class Range>
   requires contiguous_range_of<Range, T> future<> put(cudaStream_t stream, const pe_span<T, E>& dst, Range&& source) {
     static_assert(!std::is_const_v<T>, "symm::put: cannot put into a pe_span<const T>: the remote data is const");
-    static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>, "symm::put between static extents that "
-                                                                                "differ");
+    static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>,
+                  "symm::put between static extents that "
+                  "differ");
     detail::require_cuda_backend(dst.world(), "symm::put(stream, ...)");
     detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put(stream, ...)");
     return future<>(detail::cuda_heap::copy_on(stream, dst.address(), std::ranges::data(source), dst.size_bytes()));
@@ -166,8 +169,9 @@ template <class T, std::size_t E, class Range>
 template <class Range, class T, std::size_t E>
   requires writable_contiguous_range_of<Range, std::remove_cv_t<T>> future<>
   get(cudaStream_t stream, Range&& destination, const pe_span<T, E>& src) {
-    static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>, "symm::get between static extents that "
-                                                                                "differ");
+    static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>,
+                  "symm::get between static extents that "
+                  "differ");
     detail::require_cuda_backend(src.world(), "symm::get(stream, ...)");
     detail::check_same_extent(src.size(), std::ranges::size(destination), src.pe(), "get(stream, ...)");
     return future<>(

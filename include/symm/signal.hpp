@@ -221,8 +221,9 @@ template <class T, std::size_t E, class Range>
   requires contiguous_range_of<Range, T>
 void put_signal(const pe_span<T, E>& dst, Range&& source, const pe_signal& sig, std::uint64_t value, signal_op op) {
   static_assert(!std::is_const_v<T>, "symm::put_signal: cannot put into a pe_span<const T>: the remote data is const");
-  static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>, "symm::put_signal between static extents "
-                                                                              "that differ");
+  static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>,
+                "symm::put_signal between static extents "
+                "that differ");
   detail::check_signal_pe(dst.pe(), sig.pe(), "symm::put_signal");
   detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put_signal");
   detail::world_state* world = dst.world();
@@ -248,8 +249,9 @@ template <class T, std::size_t E, class Range>
 put_signal_nbi(const pe_span<T, E>& dst, Range&& source, const pe_signal& sig, std::uint64_t value, signal_op op) {
   static_assert(!std::is_const_v<T>, "symm::put_signal_nbi: cannot put into a pe_span<const T>: the remote data is "
                                      "const");
-  static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>, "symm::put_signal_nbi between static "
-                                                                              "extents that differ");
+  static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>,
+                "symm::put_signal_nbi between static "
+                "extents that differ");
   detail::check_signal_pe(dst.pe(), sig.pe(), "symm::put_signal_nbi");
   detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put_signal_nbi");
   detail::world_state* world = dst.world();
@@ -372,8 +374,9 @@ template <class T, std::size_t E, class Range>
              signal_op op) {
     static_assert(!std::is_const_v<T>, "symm::put_signal: cannot put into a pe_span<const T>: the remote data is "
                                        "const");
-    static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>, "symm::put_signal between static "
-                                                                                "extents that differ");
+    static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>,
+                  "symm::put_signal between static "
+                  "extents that differ");
     detail::require_cuda_backend(dst.world(), "symm::put_signal(stream, ...)");
     detail::check_signal_pe(dst.pe(), sig.pe(), "symm::put_signal(stream, ...)");
     detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put_signal(stream, ...)");

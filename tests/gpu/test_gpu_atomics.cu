@@ -410,8 +410,9 @@ __global__ void stream_consumer_kernel(symm::array_ref<std::uint32_t> regions, s
 
 } // namespace
 
-TEST_CASE("device fetch_add from every thread of every PE: the counter ends exact, each old value once", "[gpu]["
-                                                                                                         "atomics]") {
+TEST_CASE("device fetch_add from every thread of every PE: the counter ends exact, each old value once",
+          "[gpu]["
+          "atomics]") {
   CAPTURE(symm_test::seed());
   for (int n : {2, 4, 8}) {
     CAPTURE(n);
@@ -472,8 +473,9 @@ TEST_CASE("a compare_exchange lock in device code guards a non-atomic read-modif
   }
 }
 
-TEST_CASE("device put_signal pipeline: the consumer block checks every element after signal_wait_until", "[gpu]["
-                                                                                                         "signal]") {
+TEST_CASE("device put_signal pipeline: the consumer block checks every element after signal_wait_until",
+          "[gpu]["
+          "signal]") {
   CAPTURE(symm_test::seed());
   for (int n : {2, 4, 8}) {
     CAPTURE(n);

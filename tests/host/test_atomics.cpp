@@ -376,8 +376,9 @@ TEST_CASE("put_signal pipeline: the consumer never sees stale data after the sig
   }
 }
 
-TEST_CASE("signals: several producers add into one signal; a signal_array gives independent signals", "[atomics]["
-                                                                                                      "signal]") {
+TEST_CASE("signals: several producers add into one signal; a signal_array gives independent signals",
+          "[atomics]["
+          "signal]") {
   CAPTURE(symm_test::seed()); // computed here, before the PEs fork, so that they all share it
   REQUIRE_NOTHROW(on_pes(4, [](symm::world& world) {
     const int me = world.my_pe(), n = world.n_pes();
@@ -599,8 +600,9 @@ TEST_CASE("a wait ends with peer_failed when the PE it waits for dies", "[atomic
                       symm_test::contains_substring("PE 0"));
 }
 
-TEST_CASE("fence orders put_nbi before a later put; quiet completes it; put_signal after fence", "[atomics]["
-                                                                                                 "ordering]") {
+TEST_CASE("fence orders put_nbi before a later put; quiet completes it; put_signal after fence",
+          "[atomics]["
+          "ordering]") {
   for (int n : {2, 3}) {
     CAPTURE(n, symm_test::seed());
     REQUIRE_NOTHROW(on_pes(n, [](symm::world& world) {

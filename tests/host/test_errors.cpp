@@ -114,8 +114,9 @@ TEST_CASE("a PE that finalizes while the others still wait ends their wait with 
   REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
 }
 
-TEST_CASE("a process with the wrong job token is refused, and PE 0 names the PE that never came", "[errors]["
-                                                                                                  "security]") {
+TEST_CASE("a process with the wrong job token is refused, and PE 0 names the PE that never came",
+          "[errors]["
+          "security]") {
   std::string dir = fmt::format("/tmp/symm-{}/token-test-{}", ::getuid(), ::getpid());
   symm::detail::ensure_private_dir(fmt::format("/tmp/symm-{}", ::getuid()));
   std::string pe0_error, pe1_error;
