@@ -302,22 +302,30 @@ TEST_CASE("device collectives on sub-teams, disjoint teams at once on one channe
 
 TEST_CASE("host collectives on a stream, one to sixteen blocks", "[gpu][collectives]") {
   CAPTURE(symm_test::seed());
-  REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(4, [](symm::world& w) {
-    auto t = w.team();
-    std::uint64_t stream = 9000;
-    for (std::size_t count : {std::size_t{1}, std::size_t{5000}, std::size_t{100000}}) {
-      for (coll c : all_collectives) {
-        check<float>(w, t, c, count, symm::plus{}, scope::stream, stream += 10);
-        check<std::uint32_t>(w, t, c, count, symm::bit_and{}, scope::stream, stream += 10);
-      }
-      check<double>(w, t, coll::allreduce, count, symm::plus{}, scope::stream, stream += 10, /*in_place=*/true);
-      check<affine>(w, t, coll::allreduce, count, compose{}, scope::stream, stream += 10);
-    }
-    // 4 Mi floats (16 MiB) per PE: the two-shot allreduce with the most blocks, and a broadcast of as much.
-    check<float>(w, t, coll::allreduce, std::size_t{4} << 20, symm::plus{}, scope::stream, stream += 10);
-    check<float>(w, t, coll::broadcast, std::size_t{4} << 20, symm::plus{}, scope::stream, stream += 10, true);
-    // The host form without a stream says what to do instead.
-    symm::array<float> a(w, 8);
-    PE_REQUIRE_ERROR(symm::allreduce(t, a, a, symm::plus{}), symm::errc::unsupported, "allreduce(stream, team");
-  }));
+  REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(
+      4,
+      [](symm::world& w) {
+        auto t = w.team();
+        std::uint64_t stream = 9000;
+        for (std::size_t count : {std::size_t{1}, std::size_t{5000}, std::size_t{100000}}) {
+          for (coll c : all_collectives) {
+            check<float>(w, t, c, count, symm::plus{}, scope::stream, stream += 10);
+            check<std::uint32_t>(w, t, c, count, symm::bit_and{}, scope::stream, stream += 10);
+          }
+          check<double>(w, t, coll::allreduce, count, symm::plus{}, scope::stream, stream += 10, /*in_place=*/true);
+          check<affine>(w, t, coll::allreduce, count, compose{}, scope::stream, stream += 10);
+        }
+        // 4 Mi floats (16 MiB) per PE: the two-shot allreduce with the most blocks, and a broadcast of as much.
+        check<float>(w, t, coll::allreduce, std::size_t{4} << 20, symm::plus{}, scope::stream, stream += 10);
+        check<float>(w, t, coll::broadcast, std::size_t{4} << 20, symm::plus{}, scope::stream, stream += 10, true);
+        // The host form without a stream says what to do instead.
+        symm::array<float> a(w, 8);
+        PE_REQUIRE_ERROR(symm::allreduce(t, a, a, symm::plus{}), symm::errc::unsupported, "allreduce(stream, team");
+      },
+      [] {
+        auto options = symm_gpu_test::gpu_options();
+        options.heap_size = std::size_t{256} << 20; // the 16 MiB vectors need 64 MiB buffers (n_pes x count) and
+                                                    // scratch
+        return options;
+      }()));
 }
