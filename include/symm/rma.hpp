@@ -81,7 +81,8 @@ put(const Group& group, const pe_span<T, E>& dst, cuda::std::span<U, E2> source)
                      dst.size_bytes() < source.size_bytes() ? dst.size_bytes() : source.size_bytes());
 }
 
-//! Get from device code: `group` copies PE src.pe()'s elements into `destination`; complete for the group on return.
+//! Get from device code: `group` copies PE src.pe()'s elements into `destination`; each thread's share has landed
+//! on return, the whole destination once the group synchronises (group.sync()).
 template <cooperating_group Group, class U, std::size_t E2, class T, std::size_t E>
 requires detail::same_element<U, T> SYMM_DEVICE void
 get(const Group& group, cuda::std::span<U, E2> destination, const pe_span<T, E> src) {

@@ -10,7 +10,7 @@
 SYMM_BEGIN_NAMESPACE
 
 //! What device code needs of a world: the PE numbers and where the barrier flags live on each PE.
-//! Made by `world.ref()` (or implicitly from a world); valid while the world lives. Pass it to kernels by value.
+//! Made from a world (`symm::world_ref(world)`, or implicitly at a kernel launch); valid while the world lives.
 class world_ref {
 public:
   world_ref() = default;
