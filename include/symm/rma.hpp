@@ -76,9 +76,7 @@ requires detail::same_element<U, T> SYMM_DEVICE void
 put(const Group& group, const pe_span<T, E>& dst, cuda::std::span<U, E2> source) {
   static_assert(!std::is_const_v<T>, "symm::put: cannot put into a pe_span<const T>: the remote data is const");
   static_assert(!detail::extents_conflict<E, E2>, "symm::put between static extents that differ");
-  detail::group_copy(static_cast<unsigned>(group.thread_rank()), static_cast<unsigned>(group.num_threads()),
-                     dst.address(), source.data(),
-                     dst.size_bytes() < source.size_bytes() ? dst.size_bytes() : source.size_bytes());
+  detail::group_copy(group, dst.address(), dst.size_bytes(), source.data(), source.size_bytes());
 }
 
 //! Get from device code: `group` copies PE src.pe()'s elements into `destination`; each thread's share has landed
@@ -88,9 +86,7 @@ requires detail::same_element<U, T> SYMM_DEVICE void
 get(const Group& group, cuda::std::span<U, E2> destination, const pe_span<T, E> src) {
   static_assert(!std::is_const_v<U>, "symm::get: the destination must be writable");
   static_assert(!detail::extents_conflict<E, E2>, "symm::get between static extents that differ");
-  detail::group_copy(static_cast<unsigned>(group.thread_rank()), static_cast<unsigned>(group.num_threads()),
-                     destination.data(), src.address(),
-                     destination.size_bytes() < src.size_bytes() ? destination.size_bytes() : src.size_bytes());
+  detail::group_copy(group, destination.data(), destination.size_bytes(), src.address(), src.size_bytes());
 }
 
 //! Completion of a device-side non-blocking put or get, for the group that issued it.
@@ -116,9 +112,7 @@ template <cooperating_group Group, class T, std::size_t E, class U, std::size_t 
 put_nbi(const Group& group, const pe_span<T, E>& dst, cuda::std::span<U, E2> source) {
   static_assert(!std::is_const_v<T>, "symm::put_nbi: cannot put into a pe_span<const T>: the remote data is const");
   static_assert(!detail::extents_conflict<E, E2>, "symm::put_nbi between static extents that differ");
-  detail::group_copy(static_cast<unsigned>(group.thread_rank()), static_cast<unsigned>(group.num_threads()),
-                     dst.address(), source.data(),
-                     dst.size_bytes() < source.size_bytes() ? dst.size_bytes() : source.size_bytes());
+  detail::group_copy(group, dst.address(), dst.size_bytes(), source.data(), source.size_bytes());
   return device_future<Group>(group);
 }
 
@@ -127,9 +121,7 @@ template <cooperating_group Group, class U, std::size_t E2, class T, std::size_t
 [[nodiscard]] SYMM_DEVICE device_future<Group>
 get_nbi(const Group& group, cuda::std::span<U, E2> destination, const pe_span<T, E> src) {
   static_assert(!std::is_const_v<U>, "symm::get_nbi: the destination must be writable");
-  detail::group_copy(static_cast<unsigned>(group.thread_rank()), static_cast<unsigned>(group.num_threads()),
-                     destination.data(), src.address(),
-                     destination.size_bytes() < src.size_bytes() ? destination.size_bytes() : src.size_bytes());
+  detail::group_copy(group, destination.data(), destination.size_bytes(), src.address(), src.size_bytes());
   return device_future<Group>(group);
 }
 

@@ -320,8 +320,7 @@ device_put_signal(const Group& group, const pe_span<T, E>& dst, cuda::std::span<
   if constexpr (SYMM_CHECK_LEVEL(1)) {
     if (dst.pe() != sig.pe()) __trap(); // data and signal must go to the same PE
   }
-  group_copy(static_cast<unsigned>(group.thread_rank()), static_cast<unsigned>(group.num_threads()), dst.address(),
-             source.data(), dst.size_bytes() < source.size_bytes() ? dst.size_bytes() : source.size_bytes());
+  group_copy(group, dst.address(), dst.size_bytes(), source.data(), source.size_bytes());
   // Every thread's stores are issued; after the group barrier, one thread's system-scope fence is cumulative over
   // them (they happen before it through the barrier), and its release update publishes them with the signal.
   group.sync();

@@ -57,6 +57,14 @@ SYMM_DEVICE inline void group_copy(unsigned rank, unsigned count, void* dst_, co
   else copy_bytes(rank, count, dst, src, bytes);
 }
 
+//! What every group-scoped put and get does: `group`'s threads copy the first min(dst_bytes, src_bytes) bytes.
+template <class Group>
+SYMM_DEVICE SYMM_FORCEINLINE void
+group_copy(const Group& group, void* dst, std::size_t dst_bytes, const void* src, std::size_t src_bytes) {
+  group_copy(static_cast<unsigned>(group.thread_rank()), static_cast<unsigned>(group.num_threads()), dst, src,
+             dst_bytes < src_bytes ? dst_bytes : src_bytes);
+}
+
 } // namespace detail
 SYMM_END_NAMESPACE
 #endif

@@ -279,13 +279,6 @@ public:
     if (!alive_) SYMM_THROW(errc::finalized, "PE {}: {} after its world was finalized", job_.pe, what);
   }
 
-  void check_pe(int pe, std::string_view what) const {
-    if (pe < 0 || pe >= job_.n_pes) {
-      SYMM_THROW(errc::invalid_pe, "PE {}: {} names PE {}, but the world has PEs 0 to {} (n_pes = {})", job_.pe, what,
-                 pe, job_.n_pes - 1, job_.n_pes);
-    }
-  }
-
   //! Barrier of all PEs through the control pages (no sockets, no sleeps with fixed delays).
   void barrier(std::string_view what = "barrier_all") {
     require_alive(what);
