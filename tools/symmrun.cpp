@@ -1290,10 +1290,19 @@ private:
     pes_[static_cast<std::size_t>(pe)].running = false;
     --running_;
     const bool failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    if (!failed && !stopping_ && running_ > 0 && !first_early_exit_) {
+      first_early_exit_ = pe; // may explain a failure of the others (a PE that left without finalizing symm)
+    }
     if (!failed || stopping_) {
       return; // after the first failure or a timeout, the others' ends are our doing
     }
     say("PE {} (pid {}) {}", pe, pes_[static_cast<std::size_t>(pe)].pid, describe_status(status));
+    if (first_early_exit_) {
+      // A PE that exits while the others wait for it in a barrier, a collective or a wait makes them fail; the
+      // line above then names a consequence, this one the PE that may have caused it.
+      say("note: PE {} (pid {}) had already exited with status 0 while the other PEs were still running",
+          *first_early_exit_, pes_[static_cast<std::size_t>(*first_early_exit_)].pid);
+    }
     first_failure_ = exit_code_of(status);
     stop();
   }
@@ -1390,6 +1399,7 @@ private:
   bool timed_out_ = false;
   int received_signal_ = 0;
   std::optional<int> first_failure_;
+  std::optional<int> first_early_exit_; // the first PE that exited with status 0 before the others
 };
 
 // ---------------------------------------------------------------------------------------------

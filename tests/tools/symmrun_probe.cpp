@@ -1,7 +1,7 @@
 // symmrun_probe: a PE for the symmrun tests. It records what a PE sees, then does what it is told.
 //
 //   symmrun_probe OUTDIR [--exit K:CODE] [--raise K:SIGNAL] [--sleep SECONDS] [--ignore-term] [--child]
-//                        [--lines COUNT] [--partial TEXT]
+//                        [--lines COUNT] [--partial TEXT] [--symm OPERATION [--fault K:HOW]]
 //
 // Every PE first writes OUTDIR/pe-<SYMM_PE>.txt (atomically, via rename) with KEY=VALUE lines: its pid
 // and process group, the SYMM_* and CUDA_MPS_* variables, the mode and owner of SYMM_JOB_DIR, and with
@@ -14,7 +14,18 @@
 //   --lines COUNT     COUNT lines go to stdout and to stderr, each in three write() calls with pauses,
 //                     so that a relay that is not line-buffered would mix lines of different PEs;
 //   --partial TEXT    TEXT is written to stdout last, without a newline.
+//   --symm OPERATION  then every PE joins a symm world (host backend) and, after a first barrier, calls
+//                     OPERATION: barrier (world.barrier()), allreduce (symm::allreduce on the world team) or
+//                     wait (symm::wait_until on a flag nobody sets); with no --fault the flag is set and
+//                     every PE finishes. A symm::error is printed and ends the PE with status 3.
+//   --fault K:HOW     PE K, instead of OPERATION, waits until the others are in it, writes
+//                     OUTDIR/fault.txt (CLOCK_MONOTONIC seconds) and ends by HOW: exit (_exit(5)), exit0
+//                     (_exit(0): its world is never finalized), abort, or kill (SIGKILL).
+#include <symm/symm.hpp>
+
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -42,6 +53,14 @@ std::string env_or(const char* name, const char* fallback) {
   return value != nullptr ? value : fallback;
 }
 
+int int_or(const std::string& text, int fallback) {
+  try {
+    return std::stoi(text);
+  } catch (const std::exception&) {
+    return fallback;
+  }
+}
+
 // "K:VALUE" -> {K, VALUE}
 std::pair<int, int> pe_and_value(std::string_view text) {
   const auto colon = text.find(':');
@@ -57,6 +76,81 @@ void write_fragment(int fd, const std::string& text) {
   }
 }
 
+double monotonic_seconds() {
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now); // what Python's time.monotonic() reads
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+// OPERATION, by a PE that does not fault.
+void run_operation(symm::world& world, const std::string& operation, symm::array<std::int64_t>& src,
+                   symm::array<std::int64_t>& dst, symm::scalar<std::int32_t>& flag, int fault_pe) {
+  if (operation == "barrier") {
+    world.barrier();
+  } else if (operation == "allreduce") {
+    symm::allreduce(world.team(), dst, src, symm::plus{});
+    const std::int64_t n = world.n_pes();
+    if (dst.local()[0] != n * (n + 1) / 2) {
+      die("allreduce gave " + std::to_string(dst.local()[0]));
+    }
+  } else {
+    if (fault_pe < 0) {
+      symm::remote(flag, (world.my_pe() + 1) % world.n_pes()).store(1);
+    }
+    symm::wait_until(flag, symm::cmp::eq, 1);
+  }
+}
+
+// --symm: one world, a first barrier, then OPERATION; PE `fault_pe` ends by `fault_how` while the others are in it.
+int run_symm(const fs::path& outdir, const std::string& operation, int fault_pe, const std::string& fault_how) {
+  bool printed = false;
+  try {
+    symm::world world({.backend = symm::backend::host, .heap_size = std::size_t{1} << 20});
+    const int me = world.my_pe();
+    symm::array<std::int64_t> src(world, 8);
+    symm::array<std::int64_t> dst(world, 8);
+    symm::scalar<std::int32_t> flag(world);
+    flag.local() = 0;
+    for (auto& v : src.local()) {
+      v = me + 1;
+    }
+    world.barrier();
+    if (me == fault_pe) {
+      // The others are past the first barrier; give them a moment to be asleep inside OPERATION.
+      std::this_thread::sleep_for(200ms);
+      std::ofstream(outdir / "fault.tmp") << std::to_string(monotonic_seconds()) << "\n";
+      fs::rename(outdir / "fault.tmp", outdir / "fault.txt");
+      // _exit: no atexit handlers, which under LeakSanitizer would change the status.
+      if (fault_how == "exit") {
+        std::_Exit(5);
+      } else if (fault_how == "exit0") {
+        std::_Exit(0);
+      } else if (fault_how == "abort") {
+        const rlimit no_core{0, 0}; // a core dump would only slow the test down
+        ::setrlimit(RLIMIT_CORE, &no_core);
+        std::abort();
+      } else {
+        ::kill(::getpid(), SIGKILL);
+      }
+      std::this_thread::sleep_for(10s); // not reached
+    }
+    try { // print before the world's destructor marks this PE failed, which may end the others first
+      run_operation(world, operation, src, dst, flag, fault_pe);
+    } catch (const symm::error& e) {
+      std::fprintf(stderr, "symmrun_probe: %s\n", e.what());
+      printed = true;
+      throw;
+    }
+    world.barrier();
+  } catch (const symm::error& e) {
+    if (!printed) {
+      std::fprintf(stderr, "symmrun_probe: %s\n", e.what());
+    }
+    return 3;
+  }
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -64,14 +158,18 @@ int main(int argc, char** argv) {
     die("usage: symmrun_probe OUTDIR [options]");
   }
   const fs::path outdir = argv[1];
-  const int pe = std::stoi(env_or("SYMM_PE", "-1"));
-  const int npes = std::stoi(env_or("SYMM_N_PES", "0"));
+  // Garbage in these (tests of symm's own checks run the probe without symmrun) reads as "none".
+  const int pe = int_or(env_or("SYMM_PE", "-1"), -1);
+  const int npes = int_or(env_or("SYMM_N_PES", "0"), 0);
   std::pair<int, int> exit_with{-1, 0};
   std::pair<int, int> raise_signal{-1, 0};
   double sleep_seconds = 0;
   bool child = false;
   int lines = 0;
   std::string partial;
+  std::string operation;
+  int fault_pe = -1;
+  std::string fault_how;
   for (int i = 2; i < argc; ++i) {
     const std::string_view arg = argv[i];
     const auto value = [&] {
@@ -94,6 +192,22 @@ int main(int argc, char** argv) {
       lines = std::stoi(value());
     } else if (arg == "--partial") {
       partial = value();
+    } else if (arg == "--symm") {
+      operation = value();
+      if (operation != "barrier" && operation != "allreduce" && operation != "wait") {
+        die("unknown --symm operation " + operation);
+      }
+    } else if (arg == "--fault") {
+      const std::string text = value();
+      const auto colon = text.find(':');
+      if (colon == std::string::npos) {
+        die("expected --fault K:HOW, got " + text);
+      }
+      fault_pe = std::stoi(text.substr(0, colon));
+      fault_how = text.substr(colon + 1);
+      if (fault_how != "exit" && fault_how != "exit0" && fault_how != "abort" && fault_how != "kill") {
+        die("unknown --fault kind " + fault_how);
+      }
     } else {
       die("unknown option " + std::string(arg));
     }
@@ -147,6 +261,10 @@ int main(int argc, char** argv) {
   }
   if (!partial.empty()) {
     write_fragment(STDOUT_FILENO, partial);
+  }
+
+  if (!operation.empty()) {
+    return run_symm(outdir, operation, fault_pe, fault_how);
   }
 
   if (pe == exit_with.first || pe == raise_signal.first) {

@@ -218,9 +218,46 @@ class EnvironmentTest(SymmrunTestCase):
         self.assertEqual(done.stdout, "hello\n")
 
 
+    def test_rank_variables_set_to_garbage(self):
+        # Without symmrun (which would replace them), a symm PE reads the launcher's variables itself: a bad value
+        # is an error naming the variable and the value, before anything is set up.
+        launcher_variables = ("SYMM_PE", "SYMM_N_PES", "SYMM_LOCAL_PE", "SYMM_LOCAL_N_PES", "SYMM_JOB_DIR",
+                              "SYMM_JOB_TOKEN", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE",
+                              "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "RANK", "WORLD_SIZE")
+        job_dir = os.path.join(self.runtime_dir, "job-garbage")
+        cases = [
+            ({"SYMM_PE": "abc", "SYMM_N_PES": "2"}, "environment variable SYMM_PE='abc' is not a non-negative integer"),
+            ({"SYMM_PE": "-1", "SYMM_N_PES": "2"}, "SYMM_PE='-1' is not a non-negative integer"),
+            ({"SYMM_PE": "1x", "SYMM_N_PES": "2"}, "SYMM_PE='1x' is not a non-negative integer"),
+            ({"SYMM_PE": "", "SYMM_N_PES": "2"}, "SYMM_PE='' is not a non-negative integer"),
+            ({"SYMM_PE": "0", "SYMM_N_PES": "two"}, "SYMM_N_PES='two' is not a non-negative integer"),
+            ({"SYMM_PE": "0", "SYMM_N_PES": "99999999999"}, "SYMM_N_PES='99999999999' is not a non-negative"),
+            ({"SYMM_PE": "0", "SYMM_N_PES": "2", "SYMM_LOCAL_PE": "x"}, "SYMM_LOCAL_PE='x'"),
+            ({"SYMM_PE": "2", "SYMM_N_PES": "2"}, "rank 2 is not below the job size 2"),
+            ({"SYMM_PE": "0", "SYMM_N_PES": "0"}, "the job size is 0, it must be at least 1"),
+            ({"SYMM_PE": "0"}, "SYMM_PE is set but SYMM_N_PES is not"),
+            ({"SYMM_PE": "0", "SYMM_N_PES": "1", "SYMM_JOB_DIR": None}, "SYMM_PE is set but SYMM_JOB_DIR is not"),
+            ({"OMPI_COMM_WORLD_RANK": "one", "OMPI_COMM_WORLD_SIZE": "2"}, "OMPI_COMM_WORLD_RANK='one'"),
+            ({"SLURM_PROCID": "0", "SLURM_NTASKS": "-2"}, "SLURM_NTASKS='-2'"),
+            ({"RANK": "0", "WORLD_SIZE": "4.0"}, "WORLD_SIZE='4.0'"),
+        ]
+        for variables, message in cases:
+            with self.subTest(variables=variables):
+                env = {k: v for k, v in self.env.items() if k not in launcher_variables}
+                env["SYMM_JOB_DIR"] = job_dir
+                env.update(variables)
+                env = {k: v for k, v in env.items() if v is not None}
+                done = subprocess.run([PROBE, self.outdir, "--symm", "barrier"], env=env, capture_output=True,
+                                      text=True, timeout=RUN_LIMIT_S)
+                self.assertEqual(done.returncode, 3, done.stderr)
+                self.assertIn(message, done.stderr)
+                self.assertIn("[environment at", done.stderr)
+                self.assertFalse(os.path.exists(job_dir), "nothing may be set up with a bad rank variable")
+
+
 class CommandLineTest(SymmrunTestCase):
     def test_bad_number_of_pes(self):
-        for value in ("0", "-3", "abc", "99999", "4097", "1.5", "2x", ""):
+        for value in ("0", "-1", "-3", "abc", "99999", "4097", "1.5", "2x", " 2", "0x4", ""):
             for args in (["-n", value], [f"--npes={value}"]):
                 with self.subTest(args=args):
                     done, _ = self.symmrun(*args, "true")
@@ -359,6 +396,90 @@ class FailureTest(SymmrunTestCase):
     def test_job_shorter_than_timeout(self):
         done, _ = self.probe(2, options=("--timeout", "30"))
         self.assertEqual(done.returncode, 0, done.stderr)
+
+
+class FaultTest(SymmrunTestCase):
+    """A PE of a symm job (the probe's --symm mode: every PE in one host-backend world) ends while the others wait
+    for it inside a barrier, an allreduce on the world team or a wait_until. The job must end within 2 s of the
+    fault, say which PE ended and how, and leave nothing behind: no process, no job directory or rendezvous socket,
+    nothing new in /dev/shm (symm's shared memory is memfd, which has no name there)."""
+
+    NPES = 4
+    OPERATIONS = ("barrier", "allreduce", "wait")
+    # The requirement itself; the job typically ends some 10 ms after the fault, so this leaves ample room for a
+    # loaded CI machine (and sanitizers) while still catching a wait that only ends by a timeout.
+    LIMIT_S = 2.0
+
+    @staticmethod
+    def shm_entries():
+        return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+
+    def run_fault(self, operation, fault_pe, how):
+        """Runs the job; checks what every fault has in common; returns (CompletedProcess, reports)."""
+        for name in os.listdir(self.outdir):  # a fresh start for each subtest
+            os.remove(os.path.join(self.outdir, name))
+        shm_before = self.shm_entries()
+        done, _ = self.probe(self.NPES, "--symm", operation, "--fault", f"{fault_pe}:{how}")
+        ended = time.monotonic()
+        reports = self.reports(self.NPES)
+        with open(os.path.join(self.outdir, "fault.txt")) as f:
+            fault_time = float(f.read())
+        self.assertNotEqual(done.returncode, 0, done.stderr)
+        self.assertLess(ended - fault_time, self.LIMIT_S, f"the job ended {ended - fault_time:.2f} s after the fault")
+        self.assert_all_gone(reports)
+        job_dir = reports[0]["SYMM_JOB_DIR"]
+        self.assertFalse(os.path.exists(os.path.join(job_dir, "boot.sock")), "the rendezvous socket outlived the job")
+        self.assertFalse(os.path.exists(job_dir), "the job directory outlived the job")
+        self.assertEqual(self.job_directories(), [])
+        self.assertEqual(self.shm_entries() - shm_before, set(), "the job left entries in /dev/shm")
+        return done, reports
+
+    def test_without_a_fault_every_operation_completes(self):
+        for operation in self.OPERATIONS:
+            with self.subTest(operation=operation):
+                done, _ = self.probe(self.NPES, "--symm", operation)
+                self.assertEqual(done.returncode, 0, done.stderr)
+                self.assertEqual(done.stderr, "")
+                self.assert_all_gone(self.reports(self.NPES))
+
+    def check_signalled(self, how, signal_name, status):
+        for operation in self.OPERATIONS:
+            for fault_pe in (2, 0):  # PE 0 owns the rendezvous socket and leads the job's process group
+                with self.subTest(operation=operation, pe=fault_pe):
+                    done, reports = self.run_fault(operation, fault_pe, how)
+                    pid = reports[fault_pe]["pid"]
+                    self.assertEqual(done.returncode, status, done.stderr)
+                    self.assertIn(f"symmrun: PE {fault_pe} (pid {pid}) was killed by signal {signal_name}\n",
+                                  done.stderr)
+                    self.assertEqual(done.stderr.count("symmrun: PE"), 1, done.stderr)
+
+    def test_pe_killed_by_sigkill(self):
+        self.check_signalled("kill", "SIGKILL", 128 + 9)
+
+    def test_pe_that_aborts(self):
+        self.check_signalled("abort", "SIGABRT", 128 + 6)
+
+    def test_pe_that_exits_with_an_error(self):
+        for operation in self.OPERATIONS:
+            with self.subTest(operation=operation):
+                done, reports = self.run_fault(operation, 2, "exit")
+                self.assertEqual(done.returncode, 5, done.stderr)
+                self.assertIn(f"symmrun: PE 2 (pid {reports[2]['pid']}) exited with status 5\n", done.stderr)
+                self.assertEqual(done.stderr.count("symmrun: PE"), 1, done.stderr)
+
+    def test_pe_that_exits_with_status_0_inside_the_operation(self):
+        # symmrun sees no failure in PE 2 itself: the others notice that its process is gone (symm's liveness
+        # check), fail with peer_failed naming PE 2, and symmrun's note names PE 2 and how it ended.
+        for operation in self.OPERATIONS:
+            with self.subTest(operation=operation):
+                done, reports = self.run_fault(operation, 2, "exit0")
+                pid = reports[2]["pid"]
+                self.assertEqual(done.returncode, 3, done.stderr)  # the probe's status for a symm::error
+                self.assertIn(f"PE 2 (pid {pid}) no longer exists: it exited or was killed", done.stderr)
+                self.assertRegex(done.stderr, r"symmrun: PE [013] \(pid \d+\) exited with status 3\n")
+                self.assertIn(f"symmrun: note: PE 2 (pid {pid}) had already exited with status 0", done.stderr)
+                what = {"barrier": "barrier", "allreduce": "symm::allreduce", "wait": "symm::wait_until"}[operation]
+                self.assertIn(f"waited in {what}", done.stderr)
 
 
 class SignalTest(SymmrunTestCase):
