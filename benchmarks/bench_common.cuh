@@ -2,17 +2,24 @@
 //
 // What it gives an implementation file:
 //   - bench::start(argc, argv, impl): options (argv and BENCH_* environment), the device probe (prints
-//     "SKIP: no CUDA device" and exits 77 without a GPU), the fork into two PEs connected by a socketpair
-//     (PE 0 is the parent, PE 1 the child; fork happens BEFORE any CUDA call, each process initialises CUDA
-//     itself), the device choice (PE k uses device k % device_count), a stream and a watchdog;
+//     "SKIP: no CUDA device" and exits 77 without a GPU), the fork into --pes N PEs (default 2) connected by
+//     socketpairs in a star (PE 0 is the parent and holds one socket per child PE 1..N-1; fork happens BEFORE any
+//     CUDA call, each process initialises CUDA itself), the device choice (PE k uses device k % device_count; PEs
+//     that share a GPU need MPS), a stream and a watchdog;
 //   - bench::measure(): times one launch of a kernel that loops over `iters` iterations with a CUDA event
 //     pair, as NVSHMEM's perftest does; calibrates `iters` to a target time, warms up, repeats `reps` times
 //     and reports median / min / p90 per iteration;
 //   - bench::one_sided(): a point where only PE 0 issues operations, with the target buffer cleared before
 //     and verified (on the GPU) after, so a broken implementation prints an error instead of a fast number;
+//     point-to-point points (put/get, latencies, ping-pong, barrier) are 2-PE points: with --pes > 2 the programs
+//     run only the collective points (context::pairwise());
+//   - bench::collective_sweep(): the collective bandwidth points (broadcast_bw, fcollect_bw, alltoall_bw,
+//     allreduce_bw, reduce_scatter_bw; scope "stream"), the same for every implementation: input pattern, size
+//     sweep, lockstep timing of all PEs, verification of every PE's result after the timed launches;
 //   - bench::context::row(): the one CSV row format of the suite, on stdout of PE 0:
 //       impl,benchmark,scope,pes,bytes,iters,median_us,min_us,p90_us,gbps
-//     median/min/p90 are microseconds per iteration; gbps = bytes / median (1 GB = 1e9 B), 0 for latencies.
+//     median/min/p90 are microseconds per iteration; gbps = bytes / median (1 GB = 1e9 B), 0 for latencies;
+//     pes is the number of PEs of the run.
 //
 // Only nvcc compiles this (kernels and <<<>>> launches), hence .cuh. It is self-contained: it needs neither
 // symm nor NVSHMEM, so bench_symm.cu can use it exactly as bench_raw.cu does.
@@ -40,6 +47,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -52,8 +60,10 @@ inline constexpr int exit_skip = 77; // the automake / meson "skipped" exit stat
 inline constexpr std::size_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
 
 // ---- messages and checks ------------------------------------------------------------------------------------------
+inline constexpr int max_pes = 32;    // --pes upper bound (one node; the raw kernels' peer tables have this size)
 inline int g_pe = -1;                 // this process's PE, for messages (-1 before the fork)
-inline pid_t g_child = 0;             // PE 0 only: the child's pid, killed by the watchdog
+inline pid_t g_children[max_pes];     // PE 0 only: pid of PE k in g_children[k] (0: none or reaped), killed by the
+inline int g_npes = 0;                //   watchdog; g_npes entries
 inline char g_step[160] = "start-up"; // what the process is doing, named by the watchdog
 
 [[noreturn]] inline void die(int code, const char* fmt, ...) {
@@ -114,6 +124,7 @@ struct options {
   double lat_target_ms = 5.0;            // same for latency points (longer: launch skew of two-sided points)
   long long max_iters = 1 << 20;
   int timeout_s = 150; // watchdog: a process still running after this exits with 124
+  int pes = 2;         // PEs forked (2..max_pes); above 2 only the collective points run
   std::string filter;  // comma-separated substrings of "benchmark/scope"; empty: all
 
   // Whether the point "benchmark/scope" is selected by the filter.
@@ -134,14 +145,21 @@ struct options {
 
 inline void usage(const char* prog) {
   std::printf(
-      "usage: %s [--max-bytes N] [--small-max-bytes N] [--min-bytes N] [--reps R] [--target-ms T]\n"
+      "usage: %s [--pes N] [--max-bytes N] [--small-max-bytes N] [--min-bytes N] [--reps R] [--target-ms T]\n"
       "          [--lat-target-ms T] [--max-iters N] [--timeout S] [--filter a,b]\n"
-      "Two PEs (fork), CSV rows on stdout: impl,benchmark,scope,pes,bytes,iters,median_us,min_us,p90_us,gbps\n"
-      "Environment equivalents: BENCH_MAX_BYTES BENCH_SMALL_MAX_BYTES BENCH_MIN_BYTES BENCH_REPS BENCH_TARGET_MS\n"
-      "  BENCH_LAT_TARGET_MS BENCH_MAX_ITERS BENCH_TIMEOUT_S BENCH_FILTER (argv wins). Sizes take K/M/G suffixes.\n"
+      "N PEs (fork; --pes, default 2, at most %d; PE k uses device k %% device count, PEs sharing a GPU need MPS).\n"
+      "CSV rows on stdout: impl,benchmark,scope,pes,bytes,iters,median_us,min_us,p90_us,gbps\n"
+      "With 2 PEs every point runs; with --pes > 2 only the collective points (broadcast_bw, fcollect_bw,\n"
+      "  alltoall_bw, allreduce_bw, reduce_scatter_bw, scope stream): the point-to-point ones are 2-PE points.\n"
+      "Collective bytes (nccl-tests' convention; the sweep runs from max(min-bytes, 1K) to max-bytes): broadcast and\n"
+      "  allreduce the vector; fcollect the gathered dst (N x src); alltoall the src (= dst, N blocks);\n"
+      "  reduce_scatter the src (N x dst). gbps = bytes / median (algorithm bandwidth).\n"
+      "Environment equivalents: BENCH_PES BENCH_MAX_BYTES BENCH_SMALL_MAX_BYTES BENCH_MIN_BYTES BENCH_REPS\n"
+      "  BENCH_TARGET_MS BENCH_LAT_TARGET_MS BENCH_MAX_ITERS BENCH_TIMEOUT_S BENCH_FILTER (argv wins).\n"
+      "  Sizes take K/M/G suffixes.\n"
       "--filter selects points whose \"benchmark/scope\" contains one of the substrings (put_bw/block,pingpong).\n"
       "Exit status: 0 ok, 77 no CUDA device, 124 watchdog timeout, other: failure.\n",
-      prog);
+      prog, max_pes);
 }
 
 inline options parse_options(int argc, char** argv) {
@@ -160,7 +178,13 @@ inline options parse_options(int argc, char** argv) {
     else if (key == "lat-target-ms") o.lat_target_ms = std::max(0.05, std::atof(val));
     else if (key == "max-iters") o.max_iters = std::max(1LL, std::atoll(val));
     else if (key == "timeout") o.timeout_s = std::max(1, std::atoi(val));
-    else if (key == "filter") o.filter = val;
+    else if (key == "pes") {
+      char* end = nullptr;
+      long n = std::strtol(val, &end, 10);
+      if (end == val || *end != '\0' || n < 2 || n > max_pes)
+        die(64, "--pes needs a count from 2 to %d, not '%s'", max_pes, val);
+      o.pes = int(n);
+    } else if (key == "filter") o.filter = val;
     else die(64, "unknown option --%.*s (see --help)", int(key.size()), key.data());
   };
   const std::pair<const char*, const char*> env[] = {
@@ -168,7 +192,7 @@ inline options parse_options(int argc, char** argv) {
       {"BENCH_MIN_BYTES", "min-bytes"}, {"BENCH_REPS", "reps"},
       {"BENCH_TARGET_MS", "target-ms"}, {"BENCH_LAT_TARGET_MS", "lat-target-ms"},
       {"BENCH_MAX_ITERS", "max-iters"}, {"BENCH_TIMEOUT_S", "timeout"},
-      {"BENCH_FILTER", "filter"}};
+      {"BENCH_FILTER", "filter"},       {"BENCH_PES", "pes"}};
   for (auto [var, key] : env)
     if (const char* v = std::getenv(var); v && *v) apply(key, v);
   for (int i = 1; i < argc; ++i) {
@@ -203,52 +227,60 @@ inline std::vector<std::size_t> sweep(std::size_t lo, std::size_t hi) {
   return v;
 }
 
-// ---- two processes over a socketpair ------------------------------------------------------------------------------
+// ---- N processes over socketpairs (a star around PE 0) -------------------------------------------------------------
+// PE 0 holds one socket per child PE (fds_[k] for PE k); a child PE k holds one, to PE 0 (fds_[0]). Collective
+// helpers (barrier, broadcast, allgather) go through PE 0; exchange(), send_fd() and recv_fd() are the 2-PE forms
+// the point-to-point points use. With 2 PEs every helper does exactly what the 2-PE harness did.
 class pe_link {
 public:
   pe_link() = default;
-  pe_link(int pe, int fd) : pe_(pe), fd_(fd) {}
+  pe_link(int pe, int npes, std::vector<int> fds) : pe_(pe), npes_(npes), fds_(std::move(fds)) {}
   pe_link(const pe_link&) = delete;
   pe_link& operator=(const pe_link&) = delete;
-  pe_link(pe_link&& o) noexcept : pe_(o.pe_), fd_(std::exchange(o.fd_, -1)) {}
+  pe_link(pe_link&& o) noexcept : pe_(o.pe_), npes_(o.npes_), fds_(std::exchange(o.fds_, {})) {}
   pe_link& operator=(pe_link&& o) noexcept {
+    close_all();
     pe_ = o.pe_;
-    fd_ = std::exchange(o.fd_, -1);
+    npes_ = o.npes_;
+    fds_ = std::exchange(o.fds_, {});
     return *this;
   }
-  ~pe_link() {
-    if (fd_ >= 0) ::close(fd_);
-  }
+  ~pe_link() { close_all(); }
 
   int pe() const { return pe_; }
-  int npes() const { return 2; }
+  int npes() const { return npes_; }
+  // The other PE of a 2-PE run (point-to-point points only).
   int peer() const { return 1 - pe_; }
 
-  void send(const void* p, std::size_t n) {
+  // Raw bytes to / from PE `to` (PE 0 reaches every PE, the others only PE 0).
+  void send_to(int to, const void* p, std::size_t n) {
+    int fd = fd_of(to);
     auto* c = static_cast<const char*>(p);
     while (n > 0) {
-      ssize_t k = ::send(fd_, c, n, MSG_NOSIGNAL);
+      ssize_t k = ::send(fd, c, n, MSG_NOSIGNAL);
       if (k < 0 && errno == EINTR) continue;
-      if (k <= 0) die(3, "the peer PE is gone (send: %s) [during: %s]", std::strerror(errno), g_step);
+      if (k <= 0) die(3, "PE %d is gone (send: %s) [during: %s]", to, std::strerror(errno), g_step);
       c += k;
       n -= std::size_t(k);
     }
   }
-  void recv(void* p, std::size_t n) {
+  void recv_from(int from, void* p, std::size_t n) {
+    int fd = fd_of(from);
     auto* c = static_cast<char*>(p);
     while (n > 0) {
-      ssize_t k = ::recv(fd_, c, n, 0);
+      ssize_t k = ::recv(fd, c, n, 0);
       if (k < 0 && errno == EINTR) continue;
-      if (k == 0) die(3, "the peer PE exited early (see its message above) [during: %s]", g_step);
-      if (k < 0) die(3, "recv from the peer PE: %s", std::strerror(errno));
+      if (k == 0) die(3, "PE %d exited early (see its message above) [during: %s]", from, g_step);
+      if (k < 0) die(3, "recv from PE %d: %s", from, std::strerror(errno));
       c += k;
       n -= std::size_t(k);
     }
   }
-  // Sends `n` bytes and receives the peer's `n` (small messages: the socket buffer holds both directions).
+  // 2 PEs: sends `n` bytes and receives the peer's `n` (small messages: the socket buffer holds both directions).
   void exchange(const void* mine, void* theirs, std::size_t n) {
-    send(mine, n);
-    recv(theirs, n);
+    require_two("exchange");
+    send_to(peer(), mine, n);
+    recv_from(peer(), theirs, n);
   }
   template <class T>
   T exchange(const T& mine) {
@@ -256,19 +288,60 @@ public:
     exchange(&mine, &theirs, sizeof(T));
     return theirs;
   }
-  // Both PEs return `v` as `root` passed it.
+  // Every PE gets every PE's `n` bytes, PE k's at all + k * n (small messages).
+  void allgather(const void* mine, void* all, std::size_t n) {
+    auto* a = static_cast<char*>(all);
+    if (pe_ == 0) {
+      std::memcpy(a, mine, n);
+      for (int k = 1; k < npes_; ++k)
+        recv_from(k, a + std::size_t(k) * n, n);
+      for (int k = 1; k < npes_; ++k)
+        send_to(k, a, n * std::size_t(npes_));
+    } else {
+      send_to(0, mine, n);
+      recv_from(0, a, n * std::size_t(npes_));
+    }
+  }
+  template <class T>
+  std::vector<T> allgather(const T& mine) {
+    std::vector<T> all(static_cast<std::size_t>(npes_));
+    allgather(&mine, all.data(), sizeof(T));
+    return all;
+  }
+  // Every PE returns `v` as `root` passed it (through PE 0 when the root is another PE).
   template <class T>
   T broadcast(T v, int root = 0) {
-    if (pe_ == root) send(&v, sizeof v);
-    else recv(&v, sizeof v);
+    if (pe_ == root && root != 0) {
+      send_to(0, &v, sizeof v);
+      return v;
+    }
+    if (pe_ == 0) {
+      if (root != 0) recv_from(root, &v, sizeof v);
+      for (int k = 1; k < npes_; ++k)
+        if (k != root) send_to(k, &v, sizeof v);
+      return v;
+    }
+    recv_from(0, &v, sizeof v);
     return v;
   }
   void barrier() {
     char c = 0;
-    (void) exchange(c);
+    if (npes_ == 2) {
+      (void) exchange(c);
+      return;
+    }
+    if (pe_ == 0) {
+      for (int k = 1; k < npes_; ++k)
+        recv_from(k, &c, 1);
+      for (int k = 1; k < npes_; ++k)
+        send_to(k, &c, 1);
+    } else {
+      send_to(0, &c, 1);
+      recv_from(0, &c, 1);
+    }
   }
   // File descriptors (SCM_RIGHTS), for VMM heaps exported as POSIX fds.
-  void send_fd(int fd) {
+  void send_fd_to(int to, int fd) {
     char byte = 0;
     iovec iov{&byte, 1};
     alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
@@ -282,9 +355,9 @@ public:
     cm->cmsg_type = SCM_RIGHTS;
     cm->cmsg_len = CMSG_LEN(sizeof(int));
     std::memcpy(CMSG_DATA(cm), &fd, sizeof fd);
-    if (::sendmsg(fd_, &msg, MSG_NOSIGNAL) != 1) die(3, "sendmsg(SCM_RIGHTS): %s", std::strerror(errno));
+    if (::sendmsg(fd_of(to), &msg, MSG_NOSIGNAL) != 1) die(3, "sendmsg(SCM_RIGHTS): %s", std::strerror(errno));
   }
-  int recv_fd() {
+  int recv_fd_from(int from) {
     char byte = 0;
     iovec iov{&byte, 1};
     alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
@@ -293,53 +366,102 @@ public:
     msg.msg_iovlen = 1;
     msg.msg_control = ctl;
     msg.msg_controllen = sizeof ctl;
-    if (::recvmsg(fd_, &msg, 0) != 1) die(3, "recvmsg(SCM_RIGHTS): %s", std::strerror(errno));
+    if (::recvmsg(fd_of(from), &msg, 0) != 1) die(3, "recvmsg(SCM_RIGHTS): %s", std::strerror(errno));
     cmsghdr* cm = CMSG_FIRSTHDR(&msg);
     if (!cm || cm->cmsg_type != SCM_RIGHTS) die(3, "recvmsg: no file descriptor in the message");
     int fd = -1;
     std::memcpy(&fd, CMSG_DATA(cm), sizeof fd);
     return fd;
   }
+  void send_fd(int fd) { send_fd_to(peer(), fd); }
+  int recv_fd() { return recv_fd_from(peer()); }
+  // Every PE gets every PE's descriptor: entry k is PE k's (this PE's own `fd` at entry pe(); the others are new
+  // descriptors the caller closes). Children send theirs to PE 0, which hands every child all the others.
+  std::vector<int> allgather_fds(int fd) {
+    std::vector<int> all(static_cast<std::size_t>(npes_), -1);
+    all[std::size_t(pe_)] = fd;
+    if (pe_ == 0) {
+      for (int k = 1; k < npes_; ++k)
+        all[std::size_t(k)] = recv_fd_from(k);
+      for (int k = 1; k < npes_; ++k)
+        for (int j = 0; j < npes_; ++j)
+          if (j != k) send_fd_to(k, all[std::size_t(j)]);
+    } else {
+      send_fd_to(0, fd);
+      for (int j = 0; j < npes_; ++j)
+        if (j != pe_) all[std::size_t(j)] = recv_fd_from(0);
+    }
+    return all;
+  }
 
-  // PE 1 returns rc (main returns it and the child exits); PE 0 waits for the child and returns the first
-  // non-zero of its own rc and the child's status.
+  // A child PE returns rc (main returns it and the child exits); PE 0 waits for every child and returns the first
+  // non-zero of its own rc and the children's statuses.
   int finish(int rc) {
     std::fflush(stdout);
     std::fflush(stderr);
-    if (fd_ >= 0) ::close(std::exchange(fd_, -1));
-    if (pe_ != 0 || g_child <= 0) return rc;
-    int status = 0;
-    while (::waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
+    close_all();
+    if (pe_ != 0) return rc;
+    for (int k = 1; k < g_npes; ++k) {
+      if (g_children[k] <= 0) continue;
+      int status = 0;
+      while (::waitpid(g_children[k], &status, 0) < 0 && errno == EINTR) {
+      }
+      g_children[k] = 0;
+      int child_rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      if (child_rc != 0) std::fprintf(stderr, "[pe 0] PE %d exited with status %d\n", k, child_rc);
+      if (rc == 0) rc = child_rc;
     }
-    g_child = 0;
-    int child_rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (child_rc != 0) std::fprintf(stderr, "[pe 0] PE 1 exited with status %d\n", child_rc);
-    return rc != 0 ? rc : child_rc;
+    return rc;
   }
 
 private:
+  int fd_of(int other) const {
+    int fd = other >= 0 && std::size_t(other) < fds_.size() ? fds_[std::size_t(other)] : -1;
+    if (other == pe_ || fd < 0) die(3, "PE %d has no link to PE %d [during: %s]", pe_, other, g_step);
+    return fd;
+  }
+  void require_two(const char* what) const {
+    if (npes_ != 2) die(3, "pe_link::%s is a 2-PE helper, called with %d PEs [during: %s]", what, npes_, g_step);
+  }
+  void close_all() {
+    for (int& fd : fds_)
+      if (fd >= 0) ::close(std::exchange(fd, -1));
+  }
+
   int pe_ = -1;
-  int fd_ = -1;
+  int npes_ = 0;
+  std::vector<int> fds_;
 };
 
-// Forks two PEs connected by a socketpair. Must run before any CUDA call (a CUDA context does not survive fork).
-inline pe_link spawn_pes() {
-  int sv[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) die(3, "socketpair: %s", std::strerror(errno));
-  std::fflush(stdout);
-  std::fflush(stderr);
-  pid_t pid = ::fork();
-  if (pid < 0) die(3, "fork: %s", std::strerror(errno));
-  if (pid == 0) {
-    ::close(sv[0]);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL); // PE 0 gone (crash, watchdog): PE 1 goes too, never lingers on the GPU
-    g_pe = 1;
-    return pe_link(1, sv[1]);
+// Forks `npes` PEs (this process is PE 0) connected to PE 0 by one socketpair each. Must run before any CUDA call (a
+// CUDA context does not survive fork).
+inline pe_link spawn_pes(int npes) {
+  std::vector<int> mine(std::size_t(npes), -1); // PE 0's end of each child's socketpair
+  g_npes = npes;
+  for (int k = 1; k < npes; ++k) {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) die(3, "socketpair: %s", std::strerror(errno));
+    std::fflush(stdout);
+    std::fflush(stderr);
+    pid_t pid = ::fork();
+    if (pid < 0) die(3, "fork: %s", std::strerror(errno));
+    if (pid == 0) {
+      ::close(sv[0]);
+      for (int j = 1; j < k; ++j) // the parent's sockets to earlier children: not ours
+        ::close(mine[std::size_t(j)]);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL); // PE 0 gone (crash, watchdog): the child goes too, never lingers on the GPU
+      g_pe = k;
+      g_npes = 0;
+      std::vector<int> fds(std::size_t(npes), -1);
+      fds[0] = sv[1];
+      return pe_link(k, npes, std::move(fds));
+    }
+    ::close(sv[1]);
+    mine[std::size_t(k)] = sv[0];
+    g_children[k] = pid;
   }
-  ::close(sv[1]);
   g_pe = 0;
-  g_child = pid;
-  return pe_link(0, sv[0]);
+  return pe_link(0, npes, std::move(mine));
 }
 
 // ---- device probe and watchdog ------------------------------------------------------------------------------------
@@ -378,7 +500,8 @@ extern "C" inline void watchdog_handler(int) {
   char msg[300];
   int n = std::snprintf(msg, sizeof msg, "[pe %d] TIMEOUT: watchdog fired during: %s\n", g_pe, g_step);
   if (n > 0) (void) !::write(2, msg, std::size_t(std::min(n, int(sizeof msg) - 1)));
-  if (g_child > 0) ::kill(g_child, SIGKILL);
+  for (int k = 1; k < g_npes; ++k)
+    if (g_children[k] > 0) ::kill(g_children[k], SIGKILL);
   _exit(124);
 }
 
@@ -390,10 +513,17 @@ struct context {
   int pe = -1;
   int device = 0;
   int device_count = 0;
-  int sm_count = 0; // of PE 0's device (broadcast, so both PEs build the same launch configurations)
+  int sm_count = 0; // of PE 0's device (broadcast, so all PEs build the same launch configurations)
   std::string device_name;
   cudaStream_t stream = nullptr;
   int rc = 0; // becomes non-zero on a failed verification; main returns finish()
+
+  int npes() const { return link.npes(); }
+  // Whether the point-to-point points (put/get, latencies, ping-pong, barrier: 2-PE points) run: 2 PEs only.
+  bool pairwise() const { return link.npes() == 2; }
+  // PEs that share this PE's GPU (PE k on device k % device_count): kernels that spin on their peers must leave room
+  // for all of them at once.
+  int pes_per_device() const { return (link.npes() + device_count - 1) / device_count; }
 
   // One CSV row (PE 0 only). `bandwidth`: gbps = bytes / median; otherwise gbps is 0.
   void row(std::string_view benchmark, std::string_view scope, std::size_t bytes, long long iters, double median_us,
@@ -432,6 +562,9 @@ inline context start(int argc, char** argv, const char* impl) {
   context c;
   c.opt = parse_options(argc, argv);
   c.impl = impl;
+  // Every implementation's kernels spin on the peer's: with lazy loading a first launch can wait for them (a
+  // deadlock, see symm/detail/backend/cuda/module_loading.hpp). Eager for all three, before CUDA initialises.
+  ::setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   int ndev = probe_device_count();
   if (ndev <= 0) {
     std::printf("SKIP: no CUDA device\n");
@@ -439,7 +572,7 @@ inline context start(int argc, char** argv, const char* impl) {
     std::exit(exit_skip);
   }
   print_header();
-  c.link = spawn_pes();
+  c.link = spawn_pes(c.opt.pes);
   c.pe = c.link.pe();
   std::signal(SIGALRM, watchdog_handler);
   alarm(unsigned(c.opt.timeout_s)); // after the fork: pending alarms are not inherited
@@ -452,11 +585,15 @@ inline context start(int argc, char** argv, const char* impl) {
   c.device_name = prop.name;
   c.sm_count = c.link.broadcast(prop.multiProcessorCount);
   BENCH_CUDA(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
-  int peer_dev = c.link.exchange(c.device);
+  std::vector<int> devs = c.link.allgather(c.device);
   const char* mps = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
-  c.note("%d device(s); PE 0 on device %d (%s, %d SMs, cc %d.%d), PE 1 on device %d; MPS pipe dir: %s", ndev, c.device,
-         prop.name, prop.multiProcessorCount, prop.major, prop.minor, peer_dev,
+  std::string others;
+  for (int k = 1; k < c.npes(); ++k)
+    others += (k > 1 ? ", PE " : "PE ") + std::to_string(k) + " on device " + std::to_string(devs[std::size_t(k)]);
+  c.note("%d device(s); PE 0 on device %d (%s, %d SMs, cc %d.%d), %s; MPS pipe dir: %s", ndev, c.device, prop.name,
+         prop.multiProcessorCount, prop.major, prop.minor, others.c_str(),
          mps ? mps : "(unset: default /tmp/nvidia-mps if a daemon runs)");
+  if (!c.pairwise()) c.note("%d PEs: collective points only (the point-to-point points are 2-PE points)", c.npes());
   return c;
 }
 
@@ -506,8 +643,8 @@ public:
     return double(ms);
   }
 
-  // Waits for `e` like cudaEventSynchronize, but fails fast instead of hanging: when PE 1 is gone (PE 0 checks) or
-  // when one launch runs past launch_timeout_s (a peer kernel that never ran: no MPS, a crashed PE).
+  // Waits for `e` like cudaEventSynchronize, but fails fast instead of hanging: when a child PE is gone (PE 0 checks)
+  // or when one launch runs past launch_timeout_s (a peer kernel that never ran: no MPS, a crashed PE).
   static void wait_for(cudaEvent_t e) {
     static constexpr double launch_timeout_s = 20;
     timespec t0{}, now{};
@@ -517,11 +654,11 @@ public:
       if (q == cudaSuccess) return;
       if (q != cudaErrorNotReady) check_cuda(q, "cudaEventQuery (kernel execution)", __FILE__, __LINE__);
       if (spins % 1024 != 0) continue;
-      if (g_pe == 0 && g_child > 0) {
+      for (int k = 1; g_pe == 0 && k < g_npes; ++k) {
         int status = 0;
-        if (::waitpid(g_child, &status, WNOHANG) == g_child) {
-          g_child = 0;
-          die(3, "PE 1 exited (status %d) while PE 0 waited for the GPU [during: %s]",
+        if (g_children[k] > 0 && ::waitpid(g_children[k], &status, WNOHANG) == g_children[k]) {
+          g_children[k] = 0;
+          die(3, "PE %d exited (status %d) while PE 0 waited for the GPU [during: %s]", k,
               WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), g_step);
         }
       }
@@ -530,7 +667,7 @@ public:
       if (waited > launch_timeout_s)
         die(124,
             "a timed launch has not finished after %.0f s: a kernel waits for a peer that does not run "
-            "(two PEs on one GPU need MPS) [during: %s]",
+            "(PEs sharing a GPU need MPS) [during: %s]",
             launch_timeout_s, g_step);
     }
   }
@@ -543,8 +680,9 @@ private:
 // `iters == 0`: calibrate it, growing 8x until one launch takes target_ms/8, then scaling to target_ms.
 // One warm-up launch, then opt.reps timed launches (3 if one launch takes over 5x the target); the stats are
 // microseconds per iteration.
-// `both`: a two-sided point (ping-pong, barrier) that both PEs run in lockstep: every launch is preceded by a
-// socket barrier and PE 0's calibration decisions are broadcast, so both PEs launch the same iteration counts.
+// `both`: a two-sided or collective point (ping-pong, barrier, collectives) that every PE runs in lockstep: every
+// launch is preceded by a socket barrier of all PEs and PE 0's calibration decisions are broadcast, so all PEs launch
+// the same iteration counts.
 template <class Launch>
 measurement measure(Launch&& launch, cudaStream_t s, const options& opt, double target_ms, pe_link* both = nullptr,
                     long long iters = 0) {
@@ -574,7 +712,7 @@ measurement measure(Launch&& launch, cudaStream_t s, const options& opt, double 
   }
   double warm_ms = run(iters); // warm-up
   // A point whose single iteration already takes 5x the target (one thread copying a MiB) gets 3 repetitions: the
-  // whole suite must fit in a few minutes. PE 0 decides for both.
+  // whole suite must fit in a few minutes. PE 0 decides for all.
   int reps = opt.reps;
   bool slow = warm_ms > 5 * target_ms;
   if (both) slow = both->broadcast(slow);
@@ -697,6 +835,169 @@ struct best_of {
     }
   }
 };
+
+// ---- collective points ----------------------------------------------------------------------------------------------
+// broadcast_bw, fcollect_bw, alltoall_bw, allreduce_bw (float sum), reduce_scatter_bw: scope "stream" (host-issued on
+// a stream, one call per iteration), every PE in lockstep, at any --pes. "bytes" follows nccl-tests (algorithm
+// bandwidth = bytes / time per call):
+//   broadcast_bw       the vector: root's src and every dst are `bytes` (root: PE 0);
+//   fcollect_bw        the gathered result: src is bytes / N per PE, dst is bytes (N blocks, PE k's in block k);
+//   alltoall_bw        the per-PE buffer: src and dst are N blocks of bytes / N (block j of PE i -> block i of PE j);
+//   allreduce_bw       the vector of floats: src and dst are `bytes` per PE;
+//   reduce_scatter_bw  the per-PE input: src is N blocks of bytes / N floats, dst (one block, reduced) bytes / N.
+// Blocks are bytes / N rounded down to 16 bytes, and the row reports N x block (exactly `bytes` for N = 2, 4, 8).
+// Inputs: the data movers move 4-byte words of the pattern of seed pe + 1 (word i of PE p's src: pattern_word(i,
+// p + 1)); the reductions sum floats coll_value(p, i), small integers, so that every order of summation is exact.
+enum class coll_kind { broadcast, fcollect, alltoall, allreduce, reduce_scatter };
+inline constexpr coll_kind coll_kinds[] = {
+    coll_kind::broadcast, coll_kind::fcollect, coll_kind::alltoall, coll_kind::allreduce, coll_kind::reduce_scatter};
+inline constexpr int coll_root = 0; // broadcast's root
+
+inline const char* coll_name(coll_kind k) {
+  switch (k) {
+    case coll_kind::broadcast: return "broadcast_bw";
+    case coll_kind::fcollect: return "fcollect_bw";
+    case coll_kind::alltoall: return "alltoall_bw";
+    case coll_kind::allreduce: return "allreduce_bw";
+    default: return "reduce_scatter_bw";
+  }
+}
+inline bool coll_reduces(coll_kind k) {
+  return k == coll_kind::allreduce || k == coll_kind::reduce_scatter;
+}
+
+// The buffers of one collective point, per PE.
+struct coll_shape {
+  coll_kind kind;
+  int npes = 0;
+  std::size_t bytes = 0;     // the row's bytes (see above)
+  std::size_t src_bytes = 0; // this PE's src
+  std::size_t dst_bytes = 0; // this PE's dst
+  std::size_t block = 0;     // one PE's block (fcollect: src; alltoall: one of the N; reduce_scatter: dst); else bytes
+};
+
+// The shape of `kind` at sweep size `bytes` over `npes` PEs; nullopt when a block would be smaller than 16 bytes.
+inline std::optional<coll_shape> make_coll_shape(coll_kind kind, std::size_t bytes, int npes) {
+  coll_shape s{kind, npes};
+  std::size_t n = std::size_t(npes);
+  switch (kind) {
+    case coll_kind::broadcast:
+    case coll_kind::allreduce: s.bytes = s.src_bytes = s.dst_bytes = s.block = bytes / 16 * 16; break;
+    default:
+      s.block = bytes / n / 16 * 16;
+      s.bytes = s.block * n;
+      s.src_bytes = kind == coll_kind::fcollect ? s.block : s.bytes;
+      s.dst_bytes = kind == coll_kind::reduce_scatter ? s.block : s.bytes;
+      break;
+  }
+  if (s.block == 0) return std::nullopt;
+  return s;
+}
+
+// Float input of the reductions: PE p's element i, an integer in [0, 1024).
+__host__ __device__ inline float coll_value(int pe, std::size_t i) {
+  return float(((std::uint32_t(i) * 2654435761u) ^ (std::uint32_t(pe) * 0x9E3779B9u)) >> 22);
+}
+
+__global__ void coll_fill_kernel(std::uint32_t* p, std::size_t nwords, int pe, bool floats) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < nwords;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    if (floats) reinterpret_cast<float*>(p)[i] = coll_value(pe, i);
+    else p[i] = pattern_word(i, std::uint32_t(pe + 1));
+  }
+}
+
+// Counts the words of this PE's dst that differ from what the collective must have left there.
+__global__ void coll_verify_kernel(const std::uint32_t* dst, coll_shape s, int pe, unsigned long long* bad) {
+  const std::size_t nwords = s.dst_bytes / 4, bw = s.block / 4;
+  unsigned long long mine = 0;
+  for (std::size_t j = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; j < nwords;
+       j += std::size_t(gridDim.x) * blockDim.x) {
+    std::uint32_t want = 0;
+    switch (s.kind) {
+      case coll_kind::broadcast: want = pattern_word(j, std::uint32_t(coll_root + 1)); break;
+      case coll_kind::fcollect: want = pattern_word(j % bw, std::uint32_t(j / bw + 1)); break;
+      case coll_kind::alltoall: want = pattern_word(std::size_t(pe) * bw + j % bw, std::uint32_t(j / bw + 1)); break;
+      default: {
+        std::size_t i = s.kind == coll_kind::allreduce ? j : std::size_t(pe) * bw + j;
+        float sum = coll_value(0, i);
+        for (int p = 1; p < s.npes; ++p)
+          sum += coll_value(p, i);
+        want = __float_as_uint(sum);
+        break;
+      }
+    }
+    mine += dst[j] != want;
+  }
+  if (mine) atomicAdd(bad, mine);
+}
+
+// One way of running a collective point (an implementation may offer several and keep the best, as block_shapes).
+struct coll_variant {
+  std::string label;
+  std::function<void(long long)> launch; // enqueues `n` calls on the context's stream
+  std::function<void()> after = {};      // optional, after the timed launches (e.g. an error-flag check)
+};
+
+// The sweep of collective `kind` for one implementation. `src` / `dst`: this PE's part of the symmetric buffers the
+// implementation's calls use, `capacity` bytes each (the input is written into src here, over the whole capacity).
+// `variants(shape)` returns the ways to run one size. Every variant of every size: all PEs clear their dst, then are
+// timed in lockstep (measure with the link), then every PE checks its whole dst on the GPU; a mismatch on any PE
+// prints VERIFY FAILED, drops the row and makes the program exit 1. The row is the best verified variant.
+template <class Variants>
+void collective_sweep(context& c, coll_kind kind, void* src, void* dst, std::size_t capacity, Variants&& variants) {
+  const char* name = coll_name(kind);
+  if (!c.opt.wants(name, "stream")) return;
+  set_step("%s %s input", c.impl.c_str(), name);
+  coll_fill_kernel<<<1024, 256, 0, c.stream>>>(static_cast<std::uint32_t*>(src), capacity / 4, c.pe, coll_reduces(kind));
+  BENCH_LAUNCH_CHECK();
+  BENCH_CUDA(cudaStreamSynchronize(c.stream));
+  c.link.barrier();
+  static unsigned long long* bad = nullptr; // one per process, never freed (lives as long as the context)
+  if (!bad) BENCH_CUDA(cudaMalloc(&bad, sizeof *bad));
+  for (std::size_t bytes : sweep(std::max<std::size_t>(c.opt.min_bytes, 1 * KiB), c.opt.max_bytes)) {
+    std::optional<coll_shape> shape = make_coll_shape(kind, bytes, c.npes());
+    if (!shape || shape->src_bytes > capacity || shape->dst_bytes > capacity) continue;
+    best_of best;
+    std::vector<coll_variant> vs = variants(*shape);
+    for (coll_variant& v : vs) {
+      set_step("%s %s %zu bytes, %d PEs (%s)", c.impl.c_str(), name, shape->bytes, c.npes(), v.label.c_str());
+      BENCH_CUDA(cudaMemsetAsync(dst, 0, shape->dst_bytes, c.stream));
+      BENCH_CUDA(cudaStreamSynchronize(c.stream));
+      c.link.barrier(); // every dst is clear before any PE's first call may store into it
+      measurement m = measure(v.launch, c.stream, c.opt, c.opt.target_ms, &c.link);
+      if (v.after) v.after();
+      // Once this PE's last call has completed, its dst must hold the result: checked before any further barrier.
+      BENCH_CUDA(cudaMemsetAsync(bad, 0, sizeof *bad, c.stream));
+      std::size_t nwords = shape->dst_bytes / 4;
+      unsigned blocks = unsigned(std::clamp<std::size_t>((nwords + 255) / 256, 1, 1024));
+      coll_verify_kernel<<<blocks, 256, 0, c.stream>>>(static_cast<const std::uint32_t*>(dst), *shape, c.pe, bad);
+      BENCH_LAUNCH_CHECK();
+      unsigned long long mine = 0;
+      BENCH_CUDA(cudaMemcpyAsync(&mine, bad, sizeof mine, cudaMemcpyDeviceToHost, c.stream));
+      BENCH_CUDA(cudaStreamSynchronize(c.stream));
+      std::vector<unsigned long long> all = c.link.allgather(mine);
+      bool ok = true;
+      for (int k = 0; k < c.npes(); ++k) {
+        if (all[std::size_t(k)] == 0) continue;
+        ok = false;
+        if (c.pe == 0)
+          std::fprintf(stderr, "[pe 0] VERIFY FAILED: %s: PE %d: %llu of %zu result words wrong\n", g_step, k,
+                       all[std::size_t(k)], nwords);
+      }
+      if (!ok) {
+        c.rc = 1;
+        continue;
+      }
+      best.offer(m, v.label);
+    }
+    if (best.best) {
+      const measurement& m = *best.best;
+      c.row(name, "stream", shape->bytes, m.iters, m.st.median_us, m.st.min_us, m.st.p90_us, true);
+      if (vs.size() > 1) c.note("%s %zu, %d PEs: best %s", name, shape->bytes, c.npes(), best.label.c_str());
+    }
+  }
+}
 
 // ---- device helpers -------------------------------------------------------------------------------------------------
 __device__ inline unsigned long long globaltimer_ns() {

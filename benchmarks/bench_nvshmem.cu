@@ -1,8 +1,11 @@
 // bench_nvshmem.cu — the NVSHMEM 3.4.5 side of the comparison suite, each point through NVSHMEM's best call for it.
-// Rows: impl "nvshmem". Same harness, same points, same row format as bench_raw.cu.
+// Rows: impl "nvshmem". Same harness, same points, same row format as bench_raw.cu; the collective points use the
+// nvshmemx_*_on_stream collectives on NVSHMEM_TEAM_WORLD.
 //
-// Two PEs by fork (bench_common.cuh), bootstrapped with a unique id: PE 0 calls nvshmemx_get_uniqueid and sends it
-// over the socketpair, both call nvshmemx_set_attr_uniqueid_args + nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID).
+// N PEs by fork (bench_common.cuh, --pes, default 2), bootstrapped with a unique id: PE 0 calls
+// nvshmemx_get_uniqueid and sends it to every PE over the harness's sockets, all call
+// nvshmemx_set_attr_uniqueid_args + nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID). With N > 2 only the collective
+// points run.
 // Needs -rdc=true and libnvshmem_device.a linked exactly once (see meson.build).
 //
 // Fairness: bulk transfers try both the blocking and the _nbi form of each call (+ one nvshmem_quiet at the end of
@@ -10,8 +13,8 @@
 // Environment set before the fork unless already set (see docs/benchmarks.md and the project's DESIGN.md):
 //   NVSHMEM_REMOTE_TRANSPORT=none      one host, P2P only: no IB / UCX probing
 //   NVSHMEM_DISABLE_NVLS=1             no multicast objects (not lent, and not what is measured)
-//   NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1   full API with two PEs on one GPU under MPS
-//   NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=lo                 the UID bootstrap over loopback (both PEs on this host)
+//   NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1   full API with several PEs on one GPU under MPS
+//   NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=lo                 the UID bootstrap over loopback (all PEs on this host)
 //   NVSHMEM_SYMMETRIC_SIZE=2 x max-bytes + 256 MiB
 #include <nvshmem.h>
 #include <nvshmemx.h>
@@ -326,6 +329,61 @@ void two_sided_points(context& c, const buffers& b) {
   }
 }
 
+// The collective points (bench::collective_sweep): NVSHMEM's on-stream collectives on NVSHMEM_TEAM_WORLD, one call
+// per iteration. The byte forms for the data movers (nelem = bytes; fcollect and alltoall: per PE block), float sums
+// for the reductions (reducescatter: nreduce = dst floats, src holds N blocks of them).
+constexpr std::size_t reduce_scatter_max_bytes = 64 * MiB;
+
+void collective_points(context& c, const buffers& b, std::size_t region) {
+  for (coll_kind kind : coll_kinds) {
+    collective_sweep(c, kind, b.src, b.dst, region, [&](const coll_shape& sh) {
+      const char* what = "";
+      std::function<int()> call;
+      void* dst = b.dst;
+      const void* src = b.src;
+      float* fdst = reinterpret_cast<float*>(b.dst);
+      const float* fsrc = reinterpret_cast<const float*>(b.src);
+      cudaStream_t s = c.stream;
+      switch (kind) {
+        case coll_kind::broadcast:
+          what = "nvshmemx_broadcastmem_on_stream";
+          call = [=] { return nvshmemx_broadcastmem_on_stream(NVSHMEM_TEAM_WORLD, dst, src, sh.bytes, coll_root, s); };
+          break;
+        case coll_kind::fcollect:
+          what = "nvshmemx_fcollectmem_on_stream";
+          call = [=] { return nvshmemx_fcollectmem_on_stream(NVSHMEM_TEAM_WORLD, dst, src, sh.block, s); };
+          break;
+        case coll_kind::alltoall:
+          what = "nvshmemx_alltoallmem_on_stream";
+          call = [=] { return nvshmemx_alltoallmem_on_stream(NVSHMEM_TEAM_WORLD, dst, src, sh.block, s); };
+          break;
+        case coll_kind::allreduce:
+          what = "nvshmemx_float_sum_reduce_on_stream";
+          call = [=] { return nvshmemx_float_sum_reduce_on_stream(NVSHMEM_TEAM_WORLD, fdst, fsrc, sh.bytes / 4, s); };
+          break;
+        case coll_kind::reduce_scatter:
+          what = "nvshmemx_float_sum_reducescatter_on_stream";
+          // NVSHMEM 3.4.5 on the H200 never returned from this call with 128 MiB per PE (2 and 4 PEs, 20 s timeout),
+          // and the killed PEs left the MPS daemon refusing clients: larger sizes are skipped, and said so.
+          if (sh.src_bytes > reduce_scatter_max_bytes) {
+            c.note("%s %zu bytes: skipped (above %zu bytes it did not return on the H200)", what, sh.bytes,
+                   reduce_scatter_max_bytes);
+            return std::vector<coll_variant>{};
+          }
+          call = [=] {
+            return nvshmemx_float_sum_reducescatter_on_stream(NVSHMEM_TEAM_WORLD, fdst, fsrc, sh.block / 4, s);
+          };
+          break;
+      }
+      return std::vector<coll_variant>{{what, [call, what](long long n) {
+                                          for (long long i = 0; i < n; ++i)
+                                            if (int st = call(); st != 0)
+                                              die(2, "%s returned %d [during: %s]", what, st, g_step);
+                                        }}};
+    });
+  }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -351,11 +409,14 @@ int main(int argc, char** argv) {
   fill_pattern(b.src, region, std::uint32_t(c.pe + 1), c.stream);
   c.link.barrier();
 
-  for (direction d : {direction::put, direction::get})
-    for (const char* scope : {"block", "warp", "thread", "stream"})
-      bulk(c, b, d, scope);
-  latency_points(c, b);
-  two_sided_points(c, b);
+  if (c.pairwise()) { // 2-PE points
+    for (direction d : {direction::put, direction::get})
+      for (const char* scope : {"block", "warp", "thread", "stream"})
+        bulk(c, b, d, scope);
+    latency_points(c, b);
+    two_sided_points(c, b);
+  }
+  collective_points(c, b, region); // last: they overwrite src
 
   set_step("teardown");
   BENCH_CUDA(cudaDeviceSynchronize());

@@ -1,9 +1,12 @@
 // bench_raw.cu — the hand-written CUDA baseline of the comparison suite: what a careful engineer writes without a
-// library. Two processes (fork before any CUDA call), one heap each, exchanged with CUDA IPC over a socketpair;
-// every operation is a plain load, store, atomic or copy through the peer's mapping. Rows: impl "raw".
+// library. N processes (--pes, default 2; fork before any CUDA call), one heap each, every PE mapping every other
+// PE's heap with CUDA IPC (handles over the harness's sockets); every operation is a plain load, store, atomic or
+// copy through a peer's mapping. Rows: impl "raw". With N > 2 only the collective points run: single-node
+// collective kernels (one kernel per call, per-block flag barriers in the heaps' control areas; broadcast,
+// fcollect, alltoall and reduce_scatter pull from the peers, allreduce is one-shot or two-shot, see below).
 //
-// Heap exchange: the legacy cudaIpcGetMemHandle / cudaIpcOpenMemHandle by default. If opening fails on either PE
-// (some MPS or container set-ups), both fall back to a VMM allocation exported as a POSIX file descriptor and
+// Heap exchange: the legacy cudaIpcGetMemHandle / cudaIpcOpenMemHandle by default. If opening fails on any PE
+// (some MPS or container set-ups), all fall back to a VMM allocation exported as a POSIX file descriptor and
 // passed with SCM_RIGHTS (what symm's CUDA backend does). BENCH_RAW_IPC=legacy|vmm forces one.
 #include <cuda.h> // driver API types only: entry points come through cudaGetDriverEntryPointByVersion (no -lcuda)
 
@@ -179,6 +182,151 @@ __global__ void raw_barrier(int* mine, int* theirs, int base, long long iters, i
   }
 }
 
+// ---- collectives (host-issued: one kernel per call, as a library's stream form) ----------------------------------
+// One node, load/store access to every PE's heap through the IPC mappings. Block b of every PE works on the same
+// share of the data and meets block b of every other PE in two flag barriers: at entry (every PE's src is ready) and
+// at exit (every PE has finished reading this PE's src and writing this PE's dst). The flags live in the control area
+// of each heap: flags[b * max_pes + q] of PE p is written by block b of PE q with monotonic 64-bit epochs (the host
+// counts them identically on every PE), so they never need resetting. All PEs' grids must be resident at once
+// (blocks spin on their peers): the grid is capped by the occupancy of the GPU divided among the PEs that share it.
+constexpr int coll_threads = 512;
+constexpr int coll_max_blocks = 1024;
+
+struct ptr_table {
+  char* p[max_pes];
+};
+
+struct coll_args {
+  ptr_table src, dst, flags; // every PE's src / dst / collective flags in this PE's mapping (own entry: local)
+  int pe, npes;
+  std::size_t bytes;        // the vector (broadcast, allreduce) or one PE's block (fcollect, alltoall, reduce_scatter)
+  unsigned long long epoch; // this call's barriers wait for epoch + 1 and epoch + 2
+  int* err;                 // set when a peer stays silent for spin_timeout_ns
+};
+
+// Block-level barrier with block blockIdx.x of every PE; false (for the whole block) on a timeout.
+__device__ __forceinline__ bool coll_barrier(const coll_args& a, unsigned long long e) {
+  __syncthreads(); // the block's loads and stores before the signal (the release below is cumulative through it)
+  int ok = 1;
+  if (int q = int(threadIdx.x); q < a.npes) {
+    auto flags = [&](int pe) { return reinterpret_cast<unsigned long long*>(a.flags.p[pe]) + blockIdx.x * max_pes; };
+    st_release_sys(flags(q) + a.pe, e);
+    const unsigned long long* mine = flags(a.pe) + q;
+    ok = wait_geq([&] { return ld_acquire_sys(mine); }, e, a.err);
+  }
+  return __syncthreads_and(ok) != 0;
+}
+
+// This block's share [lo, hi) of `n` 16-byte units.
+__device__ __forceinline__ void block_range(std::size_t n, std::size_t& lo, std::size_t& hi) {
+  std::size_t per = (n + gridDim.x - 1) / gridDim.x;
+  lo = std::min(n, blockIdx.x * per);
+  hi = std::min(n, lo + per);
+}
+
+__device__ __forceinline__ float4 add4(float4 x, float4 y) {
+  return make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
+}
+
+// Sum over PEs 0..n-1 (in that order, the same bits on every PE) of float4 element i of every PE's src + off.
+__device__ __forceinline__ float4 reduce4(const coll_args& a, std::size_t off, std::size_t i) {
+  constexpr int batch = 4; // loads in flight before the adds (times reduce_unroll, see reduce_range)
+  float4 acc = reinterpret_cast<const float4*>(a.src.p[0] + off)[i];
+  for (int p0 = 1; p0 < a.npes; p0 += batch) {
+    float4 v[batch];
+#pragma unroll
+    for (int k = 0; k < batch; ++k)
+      if (p0 + k < a.npes) v[k] = reinterpret_cast<const float4*>(a.src.p[p0 + k] + off)[i];
+#pragma unroll
+    for (int k = 0; k < batch; ++k)
+      if (p0 + k < a.npes) acc = add4(acc, v[k]);
+  }
+  return acc;
+}
+
+// out[i] = reduce4(a, off, i) for i in [lo, hi) by this block's threads, reduce_unroll elements per thread at a time
+// (their loads all in flight before the first store). `out(i)` gives the float4 to write (one or several PEs').
+constexpr int reduce_unroll = 4;
+template <class Store>
+__device__ __forceinline__ void
+reduce_range(const coll_args& a, std::size_t off, std::size_t lo, std::size_t hi, Store store) {
+  const std::size_t stride = blockDim.x;
+  for (std::size_t i = lo + threadIdx.x; i < hi; i += reduce_unroll * stride) {
+    float4 acc[reduce_unroll];
+#pragma unroll
+    for (int u = 0; u < reduce_unroll; ++u)
+      if (i + u * stride < hi) acc[u] = reduce4(a, off, i + u * stride);
+#pragma unroll
+    for (int u = 0; u < reduce_unroll; ++u)
+      if (i + u * stride < hi) store(i + u * stride, acc[u]);
+  }
+}
+
+// broadcast: every PE copies its share of the root's src into its own dst.
+__global__ void __launch_bounds__(coll_threads) raw_broadcast(coll_args a, int root) {
+  if (!coll_barrier(a, a.epoch + 1)) return;
+  std::size_t lo, hi;
+  block_range(a.bytes / 16, lo, hi);
+  copy_bytes(a.dst.p[a.pe] + lo * 16, a.src.p[root] + lo * 16, (hi - lo) * 16, threadIdx.x, blockDim.x);
+  coll_barrier(a, a.epoch + 2);
+}
+
+// fcollect / alltoall: dst is N blocks; block q comes from PE q's src (fcollect: its only block; alltoall: its block
+// number pe). The block's share of dst is walked from this PE's own block on (peer order rotated per PE, so that the
+// PEs do not all read the same peer at once).
+template <bool AllToAll>
+__global__ void __launch_bounds__(coll_threads) raw_gather(coll_args a) {
+  if (!coll_barrier(a, a.epoch + 1)) return;
+  const std::size_t bw = a.bytes / 16, n = bw * std::size_t(a.npes);
+  std::size_t lo, hi;
+  block_range(n, lo, hi);
+  for (std::size_t x = lo; x < hi;) { // x: position in the rotated order of dst's blocks
+    const std::size_t k = x / bw, in = x % bw, len = std::min(hi - x, bw - in);
+    const int q = int((std::size_t(a.pe) + k) % std::size_t(a.npes));
+    const char* from = a.src.p[q] + (AllToAll ? std::size_t(a.pe) * a.bytes : 0) + in * 16;
+    copy_bytes(a.dst.p[a.pe] + std::size_t(q) * a.bytes + in * 16, from, len * 16, threadIdx.x, blockDim.x);
+    x += len;
+  }
+  coll_barrier(a, a.epoch + 2);
+}
+
+// allreduce, one shot: every PE reads its share of the vector from every PE and reduces it into its own dst.
+__global__ void __launch_bounds__(coll_threads) raw_allreduce_one_shot(coll_args a) {
+  if (!coll_barrier(a, a.epoch + 1)) return;
+  std::size_t lo, hi;
+  block_range(a.bytes / 16, lo, hi);
+  auto* out = reinterpret_cast<float4*>(a.dst.p[a.pe]);
+  reduce_range(a, 0, lo, hi, [out](std::size_t i, float4 v) { out[i] = v; });
+  coll_barrier(a, a.epoch + 2);
+}
+
+// allreduce, two shot: PE p reduces chunk p of the vector (reduce-scatter) and stores the result into chunk p of every
+// PE's dst (the all-gather, fused: stores, not loads, cross the links); the exit barrier completes both phases.
+__global__ void __launch_bounds__(coll_threads) raw_allreduce_two_shot(coll_args a) {
+  if (!coll_barrier(a, a.epoch + 1)) return;
+  const std::size_t n = a.bytes / 16, chunk = (n + std::size_t(a.npes) - 1) / std::size_t(a.npes);
+  const std::size_t c0 = std::min(n, std::size_t(a.pe) * chunk), c1 = std::min(n, c0 + chunk);
+  std::size_t lo, hi;
+  block_range(c1 - c0, lo, hi);
+  reduce_range(a, 0, c0 + lo, c0 + hi, [&a](std::size_t i, float4 v) {
+    for (int k = 0; k < a.npes; ++k) { // own dst first, then the next PEs' (each PE starts elsewhere)
+      int q = a.pe + k < a.npes ? a.pe + k : a.pe + k - a.npes;
+      reinterpret_cast<float4*>(a.dst.p[q])[i] = v;
+    }
+  });
+  coll_barrier(a, a.epoch + 2);
+}
+
+// reduce_scatter: PE p reduces block p of every PE's src into its own dst.
+__global__ void __launch_bounds__(coll_threads) raw_reduce_scatter(coll_args a) {
+  if (!coll_barrier(a, a.epoch + 1)) return;
+  std::size_t lo, hi;
+  block_range(a.bytes / 16, lo, hi);
+  auto* out = reinterpret_cast<float4*>(a.dst.p[a.pe]);
+  reduce_range(a, std::size_t(a.pe) * a.bytes, lo, hi, [out](std::size_t i, float4 v) { out[i] = v; });
+  coll_barrier(a, a.epoch + 2);
+}
+
 // ---- heap exchange
 // ----------------------------------------------------------------------------------------------------
 #define BENCH_CU(call) check_cu((call), #call, __FILE__, __LINE__)
@@ -214,35 +362,47 @@ struct vmm_api {
   decltype(&cuMemAddressFree) address_free = driver_entry<decltype(address_free)>("cuMemAddressFree");
 };
 
+// Every PE's heap, mapped into this PE: peers[k] is PE k's heap (peers[pe] == local).
 struct heap {
   char* local = nullptr;
-  char* peer = nullptr;
+  std::vector<char*> peers;
   std::size_t bytes = 0;
   const char* how = "";
   bool vmm = false;
-  CUmemGenericAllocationHandle local_h{}, peer_h{};
+  CUmemGenericAllocationHandle local_h{};
+  std::vector<CUmemGenericAllocationHandle> peer_h;
 };
 
 bool open_legacy(context& c, heap& h) {
   BENCH_CUDA(cudaMalloc(&h.local, h.bytes));
   cudaIpcMemHandle_t mine{};
   BENCH_CUDA(cudaIpcGetMemHandle(&mine, h.local));
-  cudaIpcMemHandle_t theirs = c.link.exchange(mine);
-  void* p = nullptr;
-  cudaError_t e = cudaIpcOpenMemHandle(&p, theirs, cudaIpcMemLazyEnablePeerAccess);
-  (void) cudaGetLastError();
-  bool ok = e == cudaSuccess;
-  bool peer_ok = c.link.exchange(ok);
-  if (ok && peer_ok) {
-    h.peer = static_cast<char*>(p);
+  std::vector<cudaIpcMemHandle_t> handles = c.link.allgather(mine);
+  h.peers.assign(std::size_t(c.npes()), nullptr);
+  h.peers[std::size_t(c.pe)] = h.local;
+  bool ok = true;
+  for (int k = 0; k < c.npes() && ok; ++k) {
+    if (k == c.pe) continue;
+    void* p = nullptr;
+    cudaError_t e = cudaIpcOpenMemHandle(&p, handles[std::size_t(k)], cudaIpcMemLazyEnablePeerAccess);
+    (void) cudaGetLastError();
+    if (e == cudaSuccess) {
+      h.peers[std::size_t(k)] = static_cast<char*>(p);
+    } else {
+      std::fprintf(stderr, "[pe %d] cudaIpcOpenMemHandle of PE %d failed: %s (%s)\n", c.pe, k, cudaGetErrorName(e),
+                   cudaGetErrorString(e));
+      ok = false;
+    }
+  }
+  std::vector<char> oks = c.link.allgather(char(ok));
+  if (std::all_of(oks.begin(), oks.end(), [](char v) { return v != 0; })) {
     h.how = "legacy cudaIpcGetMemHandle/cudaIpcOpenMemHandle";
     return true;
   }
-  if (!ok)
-    std::fprintf(stderr, "[pe %d] cudaIpcOpenMemHandle failed: %s (%s)\n", c.pe, cudaGetErrorName(e),
-                 cudaGetErrorString(e));
-  if (ok) BENCH_CUDA(cudaIpcCloseMemHandle(p));
-  c.link.barrier(); // nobody maps the other's buffer any more
+  for (int k = 0; k < c.npes(); ++k)
+    if (k != c.pe && h.peers[std::size_t(k)]) BENCH_CUDA(cudaIpcCloseMemHandle(h.peers[std::size_t(k)]));
+  h.peers.clear();
+  c.link.barrier(); // nobody maps another PE's buffer any more
   BENCH_CUDA(cudaFree(h.local));
   h.local = nullptr;
   return false;
@@ -258,29 +418,36 @@ void open_vmm(context& c, heap& h) {
   std::size_t gran = 0;
   BENCH_CU(api.granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
   h.bytes = (h.bytes + gran - 1) / gran * gran;
-  if (c.link.exchange(h.bytes) != h.bytes) die(2, "the two PEs computed different heap sizes");
+  for (std::size_t b : c.link.allgather(h.bytes))
+    if (b != h.bytes) die(2, "the PEs computed different heap sizes");
   BENCH_CU(api.create(&h.local_h, h.bytes, &prop, 0));
   int fd = -1;
   BENCH_CU(api.export_handle(&fd, h.local_h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
-  c.link.send_fd(fd);
-  int peer_fd = c.link.recv_fd();
-  BENCH_CU(api.import_handle(&h.peer_h, reinterpret_cast<void*>(static_cast<std::uintptr_t>(peer_fd)),
-                             CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
-  ::close(fd);
-  ::close(peer_fd);
+  std::vector<int> fds = c.link.allgather_fds(fd);
   CUmemAccessDesc access{};
   access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   access.location.id = c.device;
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  CUdeviceptr a = 0, b = 0;
-  BENCH_CU(api.reserve(&a, h.bytes, gran, 0, 0));
-  BENCH_CU(api.map(a, h.bytes, 0, h.local_h, 0));
-  BENCH_CU(api.set_access(a, h.bytes, &access, 1));
-  BENCH_CU(api.reserve(&b, h.bytes, gran, 0, 0));
-  BENCH_CU(api.map(b, h.bytes, 0, h.peer_h, 0));
-  BENCH_CU(api.set_access(b, h.bytes, &access, 1));
-  h.local = reinterpret_cast<char*>(a);
-  h.peer = reinterpret_cast<char*>(b);
+  auto map = [&](CUmemGenericAllocationHandle handle) {
+    CUdeviceptr a = 0;
+    BENCH_CU(api.reserve(&a, h.bytes, gran, 0, 0));
+    BENCH_CU(api.map(a, h.bytes, 0, handle, 0));
+    BENCH_CU(api.set_access(a, h.bytes, &access, 1));
+    return reinterpret_cast<char*>(a);
+  };
+  h.local = map(h.local_h);
+  h.peers.assign(std::size_t(c.npes()), nullptr);
+  h.peer_h.assign(std::size_t(c.npes()), CUmemGenericAllocationHandle{});
+  h.peers[std::size_t(c.pe)] = h.local;
+  for (int k = 0; k < c.npes(); ++k) {
+    if (k == c.pe) continue;
+    int peer_fd = fds[std::size_t(k)];
+    BENCH_CU(api.import_handle(&h.peer_h[std::size_t(k)], reinterpret_cast<void*>(static_cast<std::uintptr_t>(peer_fd)),
+                               CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+    ::close(peer_fd);
+    h.peers[std::size_t(k)] = map(h.peer_h[std::size_t(k)]);
+  }
+  ::close(fd);
   h.vmm = true;
   h.how = "VMM cuMemCreate + POSIX fd over SCM_RIGHTS";
 }
@@ -303,15 +470,19 @@ void close_heap(context& c, heap& h) {
   BENCH_CUDA(cudaDeviceSynchronize());
   c.link.barrier();
   if (!h.vmm) {
-    BENCH_CUDA(cudaIpcCloseMemHandle(h.peer));
-    c.link.barrier(); // the peer has unmapped our buffer before we free it
+    for (int k = 0; k < c.npes(); ++k)
+      if (k != c.pe) BENCH_CUDA(cudaIpcCloseMemHandle(h.peers[std::size_t(k)]));
+    c.link.barrier(); // every peer has unmapped our buffer before we free it
     BENCH_CUDA(cudaFree(h.local));
     return;
   }
   vmm_api api;
-  BENCH_CU(api.unmap(reinterpret_cast<CUdeviceptr>(h.peer), h.bytes));
-  BENCH_CU(api.address_free(reinterpret_cast<CUdeviceptr>(h.peer), h.bytes));
-  BENCH_CU(api.release(h.peer_h));
+  for (int k = 0; k < c.npes(); ++k) {
+    if (k == c.pe) continue;
+    BENCH_CU(api.unmap(reinterpret_cast<CUdeviceptr>(h.peers[std::size_t(k)]), h.bytes));
+    BENCH_CU(api.address_free(reinterpret_cast<CUdeviceptr>(h.peers[std::size_t(k)]), h.bytes));
+    BENCH_CU(api.release(h.peer_h[std::size_t(k)]));
+  }
   c.link.barrier();
   BENCH_CU(api.unmap(reinterpret_cast<CUdeviceptr>(h.local), h.bytes));
   BENCH_CU(api.address_free(reinterpret_cast<CUdeviceptr>(h.local), h.bytes));
@@ -323,7 +494,10 @@ void close_heap(context& c, heap& h) {
 // of each heap (after src and dst).
 struct ctrl_layout {
   static constexpr std::size_t pp_flag = 0, bar_flag = 64, signal = 128, payload = 192, err = 256, sink = 320;
+  // The collective kernels' barrier flags: unsigned long long [coll_max_blocks][max_pes].
+  static constexpr std::size_t coll_flags = 512 * KiB, coll_flags_bytes = coll_max_blocks * max_pes * 8;
   static constexpr std::size_t atomics = 1 * MiB, atomics_bytes = 3 * MiB, sinks = 4 * MiB, bytes = 8 * MiB;
+  static_assert(coll_flags + coll_flags_bytes <= atomics);
 };
 
 struct buffers {
@@ -485,6 +659,100 @@ void two_sided_points(context& c, const buffers& b) {
   }
 }
 
+// The collective points (bench::collective_sweep). Every kernel is tried with two grid sizes (one block per 16 KiB
+// and per 128 KiB of the PE's work, capped so that all PEs' grids are resident together), allreduce up to
+// one_shot_max_bytes both algorithms; the row is the best, the log names it.
+constexpr std::size_t one_shot_max_bytes = 1 * MiB;
+void collective_points(context& c, const heap& h, std::size_t region) {
+  coll_args base{};
+  base.pe = c.pe;
+  base.npes = c.npes();
+  base.err = reinterpret_cast<int*>(h.local + 2 * region + ctrl_layout::err);
+  for (int k = 0; k < c.npes(); ++k) {
+    base.src.p[k] = h.peers[std::size_t(k)];
+    base.dst.p[k] = h.peers[std::size_t(k)] + region;
+    base.flags.p[k] = h.peers[std::size_t(k)] + 2 * region + ctrl_layout::coll_flags;
+  }
+  unsigned long long epoch = 0; // the same sequence of calls on every PE: the same epochs
+  // The largest grid whose blocks can all be resident while every PE sharing this GPU runs the same kernel; PE 0's
+  // value for everybody, since block b meets block b.
+  auto cap_of = [&](const void* kernel) {
+    int occ = 0;
+    BENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, coll_threads, 0));
+    int cap = std::clamp(occ * c.sm_count / c.pes_per_device(), 1, coll_max_blocks);
+    return c.link.broadcast(cap);
+  };
+  const int cap_bcast = cap_of(reinterpret_cast<const void*>(raw_broadcast));
+  const int cap_fcollect = cap_of(reinterpret_cast<const void*>(raw_gather<false>));
+  const int cap_alltoall = cap_of(reinterpret_cast<const void*>(raw_gather<true>));
+  const int cap_one = cap_of(reinterpret_cast<const void*>(raw_allreduce_one_shot));
+  const int cap_two = cap_of(reinterpret_cast<const void*>(raw_allreduce_two_shot));
+  const int cap_rs = cap_of(reinterpret_cast<const void*>(raw_reduce_scatter));
+  c.note("collective grids capped at %d..%d blocks of %d threads (%d PEs per GPU)",
+         std::min({cap_bcast, cap_fcollect, cap_alltoall, cap_one, cap_two, cap_rs}),
+         std::max({cap_bcast, cap_fcollect, cap_alltoall, cap_one, cap_two, cap_rs}), coll_threads, c.pes_per_device());
+  auto grids = [](std::size_t work, int cap) {
+    std::vector<int> g;
+    for (std::size_t per : {16 * KiB, 128 * KiB}) {
+      int n = int(std::clamp<std::size_t>((work + per - 1) / per, 1, std::size_t(cap)));
+      if (std::find(g.begin(), g.end(), n) == g.end()) g.push_back(n);
+    }
+    return g;
+  };
+  int* err = base.err;
+  for (coll_kind kind : coll_kinds) {
+    const char* name = coll_name(kind);
+    collective_sweep(c, kind, h.local, h.local + region, region, [&](const coll_shape& sh) {
+      std::vector<coll_variant> vs;
+      // One variant: `enqueue(args, grid)` launches one call's kernel on the stream.
+      auto add = [&](const char* algo, int grid, auto enqueue) {
+        coll_args a = base;
+        a.bytes = kind == coll_kind::broadcast || kind == coll_kind::allreduce ? sh.bytes : sh.block;
+        vs.push_back({std::string(algo) + " " + std::to_string(grid) + "x" + std::to_string(coll_threads),
+                      [&epoch, a, grid, enqueue](long long n) mutable {
+                        for (long long i = 0; i < n; ++i) {
+                          a.epoch = epoch;
+                          enqueue(a, grid);
+                          epoch += 2; // two barriers per call
+                        }
+                      },
+                      [err, name] { check_err(err, name); }});
+      };
+      cudaStream_t s = c.stream;
+      const std::size_t n = std::size_t(c.npes());
+      switch (kind) {
+        case coll_kind::broadcast:
+          for (int g : grids(sh.bytes, cap_bcast))
+            add("pull", g,
+                [s](const coll_args& a, int grid) { raw_broadcast<<<grid, coll_threads, 0, s>>>(a, coll_root); });
+          break;
+        case coll_kind::fcollect:
+          for (int g : grids(sh.bytes, cap_fcollect))
+            add("pull", g, [s](const coll_args& a, int grid) { raw_gather<false><<<grid, coll_threads, 0, s>>>(a); });
+          break;
+        case coll_kind::alltoall:
+          for (int g : grids(sh.bytes, cap_alltoall))
+            add("pull", g, [s](const coll_args& a, int grid) { raw_gather<true><<<grid, coll_threads, 0, s>>>(a); });
+          break;
+        case coll_kind::allreduce:
+          if (sh.bytes <= one_shot_max_bytes)
+            for (int g : grids(sh.bytes, cap_one))
+              add("one-shot", g,
+                  [s](const coll_args& a, int grid) { raw_allreduce_one_shot<<<grid, coll_threads, 0, s>>>(a); });
+          for (int g : grids(sh.bytes / n, cap_two))
+            add("two-shot", g,
+                [s](const coll_args& a, int grid) { raw_allreduce_two_shot<<<grid, coll_threads, 0, s>>>(a); });
+          break;
+        case coll_kind::reduce_scatter:
+          for (int g : grids(sh.block, cap_rs))
+            add("pull", g, [s](const coll_args& a, int grid) { raw_reduce_scatter<<<grid, coll_threads, 0, s>>>(a); });
+          break;
+      }
+      return vs;
+    });
+  }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -492,18 +760,22 @@ int main(int argc, char** argv) {
   std::size_t region = (c.opt.max_bytes + 2 * MiB - 1) / (2 * MiB) * (2 * MiB);
   heap h = map_heap(c, 2 * region + ctrl_layout::bytes);
   c.note("heap exchange: %s, %zu bytes per PE", h.how, h.bytes);
-  buffers b{h.local, h.local + region, h.local + 2 * region, h.peer, h.peer + region, h.peer + 2 * region};
 
   set_step("buffer initialisation");
   BENCH_CUDA(cudaMemsetAsync(h.local, 0, h.bytes, c.stream));
-  fill_pattern(b.src, region, std::uint32_t(c.pe + 1), c.stream);
+  fill_pattern(h.local, region, std::uint32_t(c.pe + 1), c.stream);
   c.link.barrier();
 
-  for (direction d : {direction::put, direction::get})
-    for (const char* scope : {"block", "warp", "thread", "stream"})
-      bulk(c, b, d, scope);
-  latency_points(c, b);
-  two_sided_points(c, b);
+  if (c.pairwise()) { // 2-PE points: this PE and its one peer
+    char* peer = h.peers[std::size_t(c.link.peer())];
+    buffers b{h.local, h.local + region, h.local + 2 * region, peer, peer + region, peer + 2 * region};
+    for (direction d : {direction::put, direction::get})
+      for (const char* scope : {"block", "warp", "thread", "stream"})
+        bulk(c, b, d, scope);
+    latency_points(c, b);
+    two_sided_points(c, b);
+  }
+  collective_points(c, h, region); // last: they overwrite src
 
   set_step("teardown");
   close_heap(c, h);

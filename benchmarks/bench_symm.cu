@@ -1,6 +1,8 @@
 // bench_symm.cu — the symm implementation of the comparison suite: the same points as bench_raw.cu, written the way a
-// symm user writes them (symm::array, symm::remote, group-scoped put/get, device barriers). Rows: impl "symm".
-// The harness forks the two PEs (bench::start); each then joins one symm world through symm::launch's mechanism.
+// symm user writes them (symm::array, symm::remote, group-scoped put/get, device barriers, the stream form of the
+// collectives). Rows: impl "symm".
+// The harness forks the PEs (bench::start, --pes N, default 2); each then joins one symm world of N PEs through
+// symm::launch's mechanism. With N > 2 only the collective points run.
 #include <symm/symm.hpp>
 
 #include <cooperative_groups.h>
@@ -93,7 +95,44 @@ __global__ void pingpong(symm::array_ref<int> flag, int pe, int base, long long 
   }
 }
 
-// barrier_lat: symm's device barrier (sync_all), one thread or one block per PE.
+// pingpong_signal: put_signal of an 8-byte payload (data, then the signal with release order), answered the same
+// way; the waiting side waits on its own signal (acquire). One round trip per iteration.
+__global__ void pingpong_signal(symm::array_ref<std::uint64_t> payload, symm::signal_ref sig, int pe,
+                                std::uint64_t base, long long iters) {
+  const int peer = 1 - pe;
+  auto thread = symm::this_thread();
+  std::uint64_t* out = payload.local().data() + 1; // the word put; the peer's word 0 receives it
+  for (long long i = 1; i <= iters; ++i) {
+    const std::uint64_t v = base + static_cast<std::uint64_t>(i);
+    if (pe != 0) symm::signal_wait_until(sig, symm::cmp::ge, v);
+    *out = v;
+    symm::put_signal(thread, symm::remote(payload, peer).first(1), cuda::std::span<const std::uint64_t, 1>(out, 1),
+                     symm::remote(sig, peer), v, symm::signal_op::set);
+    if (pe == 0) symm::signal_wait_until(sig, symm::cmp::ge, v);
+  }
+}
+
+// atomic_fetch_add_lat: dependent fetch-adds on a peer word (relaxed, as atomicAdd_system), one thread.
+__global__ void atomic_lat(symm::array_ref<int> target, int peer, int mask, long long iters, int* sink) {
+  int old = 0;
+  auto remote = symm::remote(target, peer);
+  for (long long i = 0; i < iters; ++i)
+    old = remote[static_cast<std::size_t>(old & mask)].fetch_add(1, cuda::memory_order_relaxed);
+  *sink = old;
+}
+
+// atomic_fetch_add_tput: every thread of a full grid fetch-adds its own peer word, `iters` times.
+__global__ void atomic_tput(symm::array_ref<int> target, int peer, long long iters, int* sink) {
+  const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
+  auto word = symm::remote(target, peer)[tid];
+  int acc = 0;
+  for (long long i = 0; i < iters; ++i)
+    acc += word.fetch_add(1, cuda::memory_order_relaxed);
+  sink[tid] = acc;
+}
+
+// barrier_lat: symm's device barrier (barrier_session::barrier(): quiet and sync, as nvshmem_barrier_all), one
+// thread or one block per PE.
 template <class Scope>
 __global__ void barrier_lat(symm::world_ref w, long long iters) {
   Scope scope = [] {
@@ -102,7 +141,7 @@ __global__ void barrier_lat(symm::world_ref w, long long iters) {
   }();
   symm::barrier_session<Scope> barrier(scope, w, 1);
   for (long long i = 0; i < iters; ++i)
-    barrier.sync();
+    barrier.barrier();
 }
 
 struct state {
@@ -110,6 +149,7 @@ struct state {
   symm::array<char>* src;
   symm::array<char>* dst;
   symm::array<int>* words;
+  symm::signal* signal;
   int* sink;
 };
 
@@ -191,12 +231,31 @@ void latency_points(context& c, state& s) {
   if (c.opt.wants("g_lat", "thread")) {
     set_step("symm g_lat");
     // The source words: the first ints of src (any value: only the dependency chain matters).
-    symm::array_ref<int> src_words(
-        src_bytes.world(), src_bytes.host_peers(), src_bytes.device_peers(), src_bytes.offset(),
-        src_bytes.size() / sizeof(int), src_bytes.my_pe(), src_bytes.n_pes());
+    auto src_words = symm::array_cast<int>(src_bytes);
     emit("g_lat", "thread", 4, one_sided(c, direction::get, nullptr, 4, 0, c.opt.lat_target_ms, [&](long long n) {
            g_lat<<<1, 1, 0, c.stream>>>(src_words, peer, 0, n, s.sink);
          }));
+  }
+  if (c.opt.wants("atomic_fetch_add_lat", "thread")) {
+    set_step("symm atomic_fetch_add_lat");
+    emit("atomic_fetch_add_lat", "thread", 4,
+         one_sided(c, direction::put, nullptr, 4, 0, c.opt.lat_target_ms, [&](long long n) {
+           atomic_lat<<<1, 1, 0, c.stream>>>(words, peer, 0, n, s.sink);
+         }));
+  }
+  if (c.opt.wants("atomic_fetch_add_tput", "grid")) {
+    set_step("symm atomic_fetch_add_tput");
+    const int grid = 4 * c.sm_count, threads = 256;
+    const std::size_t nthreads = static_cast<std::size_t>(grid) * threads;
+    // One word per thread on the peer, in dst; the per-thread sums land in src (this PE's part, device memory).
+    auto counters = symm::array_cast<int>(symm::array_ref<char>(*s.dst)).subarray(0, nthreads);
+    int* sinks = reinterpret_cast<int*>(s.src->local().data());
+    if (s.src->size() < nthreads * sizeof(int)) die(2, "src too small for %zu atomic sinks", nthreads);
+    auto m = one_sided(c, direction::put, nullptr, 4, 0, c.opt.target_ms, [&](long long n) {
+      atomic_tput<<<grid, threads, 0, c.stream>>>(counters, peer, n, sinks);
+    });
+    if (m)
+      c.row("atomic_fetch_add_tput", "grid", nthreads * 4, m->iters, m->st.median_us, m->st.min_us, m->st.p90_us, true);
   }
 }
 
@@ -205,9 +264,10 @@ void two_sided_points(context& c, state& s) {
     c.row(name, scope, bytes, m.iters, m.st.median_us, m.st.min_us, m.st.p90_us, false);
   };
   symm::array_ref<int> words = *s.words;
-  // A flag of its own, 64 words into the words array (p_lat writes the first ones).
-  symm::array_ref<int> flag(words.world(), words.host_peers(), words.device_peers(), words.offset() + 256, 1,
-                            words.my_pe(), words.n_pes());
+  // A flag of its own, 64 words into the words array (p_lat writes the first ones), and the payload words of
+  // pingpong_signal after it.
+  symm::array_ref<int> flag = words.subarray(64, 1);
+  auto payload = symm::array_cast<std::uint64_t>(words.subarray(128, 4));
   if (c.opt.wants("pingpong", "thread")) {
     set_step("symm pingpong");
     int seq = 0;
@@ -218,6 +278,18 @@ void two_sided_points(context& c, state& s) {
         },
         c.stream, c.opt, c.opt.lat_target_ms, &c.link);
     emit("pingpong", "thread", 4, m);
+  }
+  if (c.opt.wants("pingpong_signal", "thread")) {
+    set_step("symm pingpong_signal");
+    std::uint64_t seq = 0;
+    symm::signal_ref sig = *s.signal;
+    measurement m = measure(
+        [&](long long n) {
+          pingpong_signal<<<1, 1, 0, c.stream>>>(payload, sig, c.pe, seq, n);
+          seq += static_cast<std::uint64_t>(n);
+        },
+        c.stream, c.opt, c.opt.lat_target_ms, &c.link);
+    emit("pingpong_signal", "thread", 8, m);
   }
   symm::world_ref w = *s.world;
   if (c.opt.wants("barrier_lat", "thread")) {
@@ -234,36 +306,54 @@ void two_sided_points(context& c, state& s) {
   }
 }
 
-//! allreduce_bw: symm::allreduce of floats (plus) over the world team, stream form (a kernel per call), both PEs in
-//! lockstep. Bandwidth counts the vector's bytes once per call (the algorithm bandwidth, as nccl-tests' algbw).
-void allreduce_points(context& c, state& s) {
-  if (!c.opt.wants("allreduce_bw", "stream")) return;
+//! The collective points (bench::collective_sweep: broadcast_bw, fcollect_bw, alltoall_bw, allreduce_bw,
+//! reduce_scatter_bw, scope "stream"): symm's stream form on the world team, one call per iteration, a future
+//! collected per call, every PE in lockstep. Views are sub-arrays of src / dst (array_cast to 4-byte words: uint32_t
+//! for the data movers, float for the sums).
+void collective_points(context& c, state& s) {
   symm::team team = s.world->team();
   symm::array_ref<char> src_bytes = *s.src, dst_bytes = *s.dst;
-  auto floats = [](symm::array_ref<char> b, std::size_t n) {
-    return symm::array_ref<float>(b.world(), b.host_peers(), b.device_peers(), b.offset(), n, b.my_pe(), b.n_pes());
-  };
-  for (std::size_t bytes : sweep(std::max<std::size_t>(c.opt.min_bytes, 1024), c.opt.max_bytes)) {
-    set_step("symm allreduce %zu bytes", bytes);
-    auto src = floats(src_bytes, bytes / sizeof(float));
-    auto dst = floats(dst_bytes, bytes / sizeof(float));
-    std::vector<symm::future<>> pending;
-    measurement m = measure(
-        [&](long long n) {
-          pending.clear();
-          for (long long i = 0; i < n; ++i)
-            pending.push_back(symm::allreduce(c.stream, team, dst, src, symm::plus{}));
-        },
-        c.stream, c.opt, c.opt.target_ms, &c.link);
+  auto words_src = symm::array_cast<std::uint32_t>(src_bytes), words_dst = symm::array_cast<std::uint32_t>(dst_bytes);
+  auto floats_src = symm::array_cast<float>(src_bytes), floats_dst = symm::array_cast<float>(dst_bytes);
+  std::vector<symm::future<>> pending;
+  for (coll_kind kind : coll_kinds) {
+    collective_sweep(c, kind, s.src->local().data(), s.dst->local().data(), s.src->size(), [&](const coll_shape& sh) {
+      const std::size_t ns = sh.src_bytes / 4, nd = sh.dst_bytes / 4;
+      auto wsrc = words_src.subarray(0, ns), wdst = words_dst.subarray(0, nd);
+      auto fsrc = floats_src.subarray(0, ns), fdst = floats_dst.subarray(0, nd);
+      std::function<void()> call;
+      switch (kind) {
+        case coll_kind::broadcast:
+          call = [&, wsrc, wdst] { pending.push_back(symm::broadcast(c.stream, team, wdst, wsrc, coll_root)); };
+          break;
+        case coll_kind::fcollect:
+          call = [&, wsrc, wdst] { pending.push_back(symm::fcollect(c.stream, team, wdst, wsrc)); };
+          break;
+        case coll_kind::alltoall:
+          call = [&, wsrc, wdst] { pending.push_back(symm::alltoall(c.stream, team, wdst, wsrc)); };
+          break;
+        case coll_kind::allreduce:
+          call = [&, fsrc, fdst] { pending.push_back(symm::allreduce(c.stream, team, fdst, fsrc, symm::plus{})); };
+          break;
+        case coll_kind::reduce_scatter:
+          call = [&, fsrc, fdst] { pending.push_back(symm::reduce_scatter(c.stream, team, fdst, fsrc, symm::plus{})); };
+          break;
+      }
+      return std::vector<coll_variant>{{"symm stream form", [&, call](long long n) {
+                                          pending.clear();
+                                          pending.reserve(static_cast<std::size_t>(n));
+                                          for (long long i = 0; i < n; ++i)
+                                            call();
+                                        }}};
+    });
     pending.clear();
-    c.row("allreduce_bw", "stream", bytes, m.iters, m.st.median_us, m.st.min_us, m.st.p90_us, true);
   }
 }
 
 } // namespace
 
 int main(int argc, char** argv) {
-  // The job directory and token of the two PEs' symm world, made before the harness forks them.
+  // The job directory and token of the PEs' symm world, made before the harness forks them.
   std::string job_dir = fmt::format("/tmp/symm-{}", ::getuid());
   symm::detail::ensure_private_dir(job_dir);
   job_dir += fmt::format("/bench-{}", ::getpid());
@@ -271,13 +361,14 @@ int main(int argc, char** argv) {
   std::string token = fmt::format("{:016x}", std::random_device{}() * 0x9E3779B97F4A7C15ull);
 
   context c = start(argc, argv, "symm");
-  symm::detail::launched_job = symm::detail::job_info{c.pe, 2, c.pe, 2, job_dir, token, "bench_symm"};
+  symm::detail::launched_job = symm::detail::job_info{c.pe, c.npes(), c.pe, c.npes(), job_dir, token, "bench_symm"};
   std::size_t region = (c.opt.max_bytes + 2 * MiB - 1) / (2 * MiB) * (2 * MiB);
   int rc = 0;
   {
     symm::world world({.backend = symm::backend::cuda, .heap_size = 2 * region + 8 * MiB, .device = c.device});
     symm::array<char> src(world, region), dst(world, region);
     symm::array<int> words(world, 4096);
+    symm::signal signal(world);
     int* sink = nullptr;
     BENCH_CUDA(cudaMalloc(&sink, sizeof(int)));
     c.note("symm world: %d PEs, cuda backend, heap %zu bytes per PE", world.n_pes(), world.heap_size());
@@ -287,13 +378,15 @@ int main(int argc, char** argv) {
     fill_pattern(src.local().data(), region, std::uint32_t(c.pe + 1), c.stream);
     world.barrier();
 
-    state s{&world, &src, &dst, &words, sink};
-    for (direction d : {direction::put, direction::get})
-      for (const char* scope : {"block", "warp", "thread", "stream"})
-        bulk(c, s, d, scope);
-    latency_points(c, s);
-    two_sided_points(c, s);
-    allreduce_points(c, s);
+    state s{&world, &src, &dst, &words, &signal, sink};
+    if (c.pairwise()) { // 2-PE points
+      for (direction d : {direction::put, direction::get})
+        for (const char* scope : {"block", "warp", "thread", "stream"})
+          bulk(c, s, d, scope);
+      latency_points(c, s);
+      two_sided_points(c, s);
+    }
+    collective_points(c, s); // last: they overwrite src
 
     set_step("teardown");
     BENCH_CUDA(cudaDeviceSynchronize());

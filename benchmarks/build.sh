@@ -31,7 +31,9 @@ fi
 if [ -f "$here/bench_symm.cu" ]; then
   # The flags the root meson.build gives symm_dep (CCCL lives in include/cccl with CUDA 13).
   echo "build.sh: bench_symm" >&2
-  "$nvcc" "${flags[@]}" -I"$root/include" -isystem "$cuda_root/include/cccl" -DSYMM_CHECK=1 -DSYMM_ENABLE_CUDA=1 \
+  # -DFMT_USE_CONSTEXPR=1: as the root meson.build (fmt 9 under nvcc).
+  "$nvcc" "${flags[@]}" -I"$root/include" -isystem "$cuda_root/include/cccl" -DSYMM_CHECK=1 -DFMT_USE_CONSTEXPR=1 \
+    -DSYMM_ENABLE_CUDA=1 \
     "$here/bench_symm.cu" -lfmt -lrt -ldl -o "$out/bench_symm"
 fi
 ls -l "$out"/bench_* >&2

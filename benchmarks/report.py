@@ -2,9 +2,11 @@
 """Report of the symm / raw CUDA / NVSHMEM comparison suite.
 
 Reads the CSV rows the bench_* programs print (impl,benchmark,scope,pes,bytes,iters,median_us,min_us,p90_us,gbps),
-prints one table per benchmark and scope:
+prints one table per benchmark, scope and PE count (the collective points run with 2, 4, 8 PEs; the others with 2):
 
     bytes | symm | raw | nvshmem | symm/raw | symm/nvshmem | raw/nvshmem
+
+then, when some benchmark ran at several PE counts, a summary of the geometric-mean ratios per benchmark and PE count.
 
 Values are GB/s (median) for bandwidth points (benchmark names ending in _bw or _tput) and microseconds (median)
 for latency points. Every ratio is oriented so that > 1 means the left implementation is better: bandwidth ratios
@@ -82,17 +84,17 @@ def build_tables(rows):
     impls += sorted({r["impl"] for r in rows} - set(impls))
     groups = {}
     for r in rows:
-        key = (r["benchmark"], r["scope"])
+        key = (r["benchmark"], r["scope"], r["pes"])
         cell = groups.setdefault(key, {}).setdefault(r["bytes"], {})
         if r["impl"] in cell:
             print(f"note: several rows for {r['impl']} {key} {r['bytes']} B, keeping the last", file=sys.stderr)
         cell[r["impl"]] = r
     tables = []
-    for (bench, scope) in sorted(groups, key=lambda k: (order_key(k[0]), k[1])):
+    for (bench, scope, pes) in sorted(groups, key=lambda k: (order_key(k[0]), k[1], k[2])):
         bw = is_bandwidth(bench)
         points = []
-        for nbytes in sorted(groups[(bench, scope)]):
-            cell = groups[(bench, scope)][nbytes]
+        for nbytes in sorted(groups[(bench, scope, pes)]):
+            cell = groups[(bench, scope, pes)][nbytes]
             p = {"bytes": nbytes}
             for i in impls:
                 p[i] = value(cell[i]) if i in cell else None
@@ -100,14 +102,15 @@ def build_tables(rows):
                 p[f"{a}/{b}"] = ratio(bw, p.get(a), p.get(b))
             points.append(p)
         summary = {f"{a}/{b}": geomean([p[f"{a}/{b}"] for p in points]) for a, b in RATIOS}
-        tables.append({"benchmark": bench, "scope": scope, "metric": "bandwidth" if bw else "latency",
+        tables.append({"benchmark": bench, "scope": scope, "pes": pes, "metric": "bandwidth" if bw else "latency",
                        "unit": "GB/s" if bw else "us", "points": points, "geomean": summary})
     return impls, tables
 
 
 def order_key(bench):
     order = ["put_bw", "get_bw", "p_lat", "g_lat", "atomic_fetch_add_lat", "atomic_fetch_add_tput", "pingpong",
-             "pingpong_signal", "barrier_lat"]
+             "pingpong_signal", "barrier_lat", "broadcast_bw", "fcollect_bw", "alltoall_bw", "allreduce_bw",
+             "reduce_scatter_bw"]
     return (order.index(bench) if bench in order else len(order), bench)
 
 
@@ -130,7 +133,7 @@ def print_tables(impls, tables, out=sys.stdout):
           "right/left.", file=out)
     for t in tables:
         better = "higher is better" if t["metric"] == "bandwidth" else "lower is better"
-        print(f"\n## {t['benchmark']} / {t['scope']}   (median {t['unit']}, {better})", file=out)
+        print(f"\n## {t['benchmark']} / {t['scope']} / {t['pes']} PEs   (median {t['unit']}, {better})", file=out)
         header = ["bytes"] + shown + ratio_cols
         body = [[human_bytes(p["bytes"])] + [fmt(p.get(i)) for i in shown] + [fmt(p[c], True) for c in ratio_cols]
                 for p in t["points"]]
@@ -142,6 +145,28 @@ def print_tables(impls, tables, out=sys.stdout):
         print("-+-".join("-" * w for w in widths), file=out)
         for row in body:
             print(line(row), file=out)
+
+
+def print_pes_summary(tables, out=sys.stdout):
+    """Geometric-mean ratios per benchmark / scope and PE count, for the benchmarks measured at several PE counts."""
+    counts = {}
+    for t in tables:
+        counts.setdefault((t["benchmark"], t["scope"]), set()).add(t["pes"])
+    multi = [t for t in tables if len(counts[(t["benchmark"], t["scope"])]) > 1]
+    if not multi:
+        return
+    ratio_cols = [f"{a}/{b}" for a, b in RATIOS]
+    print("\n## Summary by PE count   (geomean over sizes of each ratio; > 1: the left implementation is better)",
+          file=out)
+    header = ["benchmark / scope", "PEs", "sizes"] + ratio_cols
+    body = [[f"{t['benchmark']} / {t['scope']}", str(t["pes"]), str(len(t["points"]))]
+            + [fmt(t["geomean"][c], True) for c in ratio_cols] for t in multi]
+    widths = [max(len(str(row[k])) for row in [header] + body) for k in range(len(header))]
+    line = lambda cells: " | ".join(str(c).rjust(w) for c, w in zip(cells, widths))
+    print(line(header), file=out)
+    print("-+-".join("-" * w for w in widths), file=out)
+    for row in body:
+        print(line(row), file=out)
 
 
 def write_plots(impls, tables, directory):
@@ -172,11 +197,13 @@ def write_plots(impls, tables, directory):
             ax.bar(present, [p[i] for i in present])
             ax.set_xlabel(f"{human_bytes(p['bytes'])}" if p["bytes"] else "")
         ax.set_ylabel(label)
-        ax.set_title(f"{t['benchmark']} / {t['scope']}")
+        ax.set_title(f"{t['benchmark']} / {t['scope']} / {t['pes']} PEs")
         if present and len(t["points"]) > 1:
             ax.legend()
         fig.tight_layout()
-        path = os.path.join(directory, f"{t['benchmark']}_{t['scope']}.png")
+        # 2-PE plots keep their names of the 2-PE suite; other PE counts get a suffix.
+        suffix = "" if t["pes"] == 2 else f"_{t['pes']}pes"
+        path = os.path.join(directory, f"{t['benchmark']}_{t['scope']}{suffix}.png")
         fig.savefig(path, dpi=110)
         plt.close(fig)
         written.append(path)
@@ -197,6 +224,7 @@ def main(argv=None):
         return 1
     impls, tables = build_tables(rows)
     print_tables(impls, tables)
+    print_pes_summary(tables)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"columns": COLUMNS, "ratio_note": "> 1 means the left implementation is better",

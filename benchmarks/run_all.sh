@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # run_all.sh BUILD_DIR OUT_DIR [-- ARGS FOR EVERY BENCH]
 #
-# One command for a GPU machine: prints the environment, starts a private MPS daemon when the two PEs share a GPU
-# and none runs, runs every bench_* program of BUILD_DIR (bench_symm, bench_raw, bench_nvshmem, ...), concatenates
-# their CSV rows into OUT_DIR/results.csv and prints the report (OUT_DIR/report.txt, results.json, plots/).
+# One command for a GPU machine: prints the environment, starts a private MPS daemon when PEs share a GPU and none
+# runs, runs every bench_* program of BUILD_DIR (bench_symm, bench_raw, bench_nvshmem, ...) with 2 PEs (every point),
+# then again with each PE count of BENCH_PES_LIST (default "4 8"; collective points only), concatenates their CSV
+# rows into OUT_DIR/results.csv and prints the report (OUT_DIR/report.txt, results.json, plots/).
 #
-# Time: each program gets at most BENCH_BIN_TIMEOUT_S (default 150) seconds and the whole run BENCH_TOTAL_S
-# (default 280); a program that would start with less than 30 s left is skipped with a message.
-# Environment: BENCH_* variables reach the programs (see bench_raw --help); BENCH_MPS=0 never starts MPS.
+# Time: each run of a program gets at most BENCH_BIN_TIMEOUT_S (default 150) seconds and the whole suite
+# BENCH_TOTAL_S (default 280); a run that would start with less than 30 s left is not run, with a message: a 2-PE
+# run then counts as a failure, a run of BENCH_PES_LIST (4 PEs for every program first, then 8, ...) does not (the
+# extra PE counts come only as far as the budget allows; raise BENCH_TOTAL_S to get them all).
+# Environment: BENCH_* variables reach the programs (see bench_raw --help; --pes is set here for every run, so
+# BENCH_PES is ignored); BENCH_MPS=0 never starts MPS.
 # Exit status: 0 when every program ran (or skipped) and rows were produced, 77 when all skipped (no GPU), else 1.
 set -uo pipefail
 
@@ -23,6 +27,12 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 t_start=$(date +%s)
 total_s=${BENCH_TOTAL_S:-280}
 bin_timeout_s=${BENCH_BIN_TIMEOUT_S:-150}
+pes_list=${BENCH_PES_LIST-4 8}
+max_pes=2
+for n in $pes_list; do
+  case $n in ''|*[!0-9]*) echo "run_all: BENCH_PES_LIST must hold PE counts, not '$n'" >&2; exit 64 ;; esac
+  [ "$n" -gt "$max_pes" ] && max_pes=$n
+done
 
 log() { echo "run_all: $*" >&2; }
 
@@ -48,6 +58,11 @@ if [ "$ngpu" -ge 2 ]; then
   placement="PE 0 on GPU 0, PE 1 on GPU 1 (PE k uses device k % $ngpu)"
 else
   placement="PE 0 and PE 1 share GPU 0 (two processes on one GPU: needs MPS for concurrent kernels)"
+fi
+if [ "$max_pes" -gt 2 ]; then
+  ndev=$((ngpu > 0 ? ngpu : 1))
+  placement="$placement; collective runs with ${pes_list// /, } PEs too (PE k on GPU k % $ndev, up to"
+  placement="$placement $(( (max_pes + ndev - 1) / ndev )) PEs per GPU)"
 fi
 echo "GPU count: $ngpu; placement: $placement" | tee -a "$out/env.txt"
 
@@ -76,7 +91,7 @@ default_pipe=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/nvidia-mps}
 if [ -e "$default_pipe/control" ] && pgrep -f nvidia-cuda-mps-control >/dev/null 2>&1; then
   export CUDA_MPS_PIPE_DIRECTORY="$default_pipe"
   mps_state="already running (pipe dir $default_pipe)"
-elif [ "$ngpu" -lt 2 ] && [ "${BENCH_MPS:-1}" != 0 ]; then
+elif [ "$ngpu" -lt "$max_pes" ] && [ "${BENCH_MPS:-1}" != 0 ]; then
   if command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
     export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-bench CUDA_MPS_LOG_DIRECTORY=/tmp/mps-bench-log
     mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
@@ -91,7 +106,7 @@ elif [ "$ngpu" -lt 2 ] && [ "${BENCH_MPS:-1}" != 0 ]; then
   else
     mps_state="nvidia-cuda-mps-control not found: two-sided points will time-slice (~4.5 ms per round trip)"
   fi
-elif [ "$ngpu" -ge 2 ]; then
+elif [ "$ngpu" -ge "$max_pes" ]; then
   mps_state="not needed (one GPU per PE)"
 fi
 echo "MPS: $mps_state" | tee -a "$out/env.txt"
@@ -114,36 +129,79 @@ log "programs: ${ordered[*]##*/}"
 
 failed=0
 ran=0
-for b in "${ordered[@]}"; do
-  name=$(basename "$b")
+# run_one NAME_SUFFIX PES REQUIRED BIN: one run of BIN with --pes PES into OUT_DIR/<bin>NAME_SUFFIX.csv / .log.
+# REQUIRED=1: not running it for lack of time is a failure (the 2-PE runs); 0: a message only (the extra PE counts).
+csvs=()
+run_one() {
+  local suffix=$1 pes=$2 required=$3 b=$4
+  local name left limit t0 rc dt rows
+  name=$(basename "$b")$suffix
   left=$((total_s - ($(date +%s) - t_start)))
   if [ "$left" -lt 30 ]; then
-    log "$name NOT RUN: the ${total_s} s budget is spent (BENCH_TOTAL_S)"
-    failed=1
-    continue
+    if [ "$required" = 1 ]; then
+      log "$name NOT RUN: the ${total_s} s budget is spent (BENCH_TOTAL_S)"
+      failed=1
+    else
+      log "$name not run: the ${total_s} s budget is spent (BENCH_TOTAL_S; $pes-PE collective rows missing)"
+      echo "not run for lack of time: $name ($pes PEs)" >>"$out/env.txt"
+    fi
+    return
   fi
   limit=$((left < bin_timeout_s ? left : bin_timeout_s))
-  log "running $name (limit ${limit} s) ..."
+  log "running $name with $pes PEs (limit ${limit} s) ..."
   t0=$(date +%s)
-  BENCH_TIMEOUT_S=${BENCH_TIMEOUT_S:-$((limit - 5))} timeout -k 5 "$limit" "$b" "${bench_args[@]}" \
+  BENCH_TIMEOUT_S=${BENCH_TIMEOUT_S:-$((limit - 5))} timeout -k 5 "$limit" "$b" ${bench_args[@]+"${bench_args[@]}"} \
+    --pes "$pes" \
     >"$out/$name.csv" 2> >(tee "$out/$name.log" >&2)
   rc=$?
   wait  # the tee of stderr
+  csvs+=("$out/$name.csv")
   dt=$(($(date +%s) - t0))
   rows=$(grep -vc -e '^impl,' -e '^SKIP' -e '^#' -e '^$' "$out/$name.csv" || true)
   case $rc in
     0) log "$name: ok, $rows rows in ${dt} s"; ran=$((ran + 1)) ;;
     77) log "$name: SKIPPED ($(grep -m1 SKIP "$out/$name.csv"))" ;;
-    124|137) log "$name: TIMEOUT after ${dt} s ($rows rows kept; see $out/$name.log)"; failed=1 ;;
+    124|137)
+      if [ "$required" = 0 ] && [ "$limit" -lt "$bin_timeout_s" ]; then
+        # Cut short by what was left of the suite's budget, not by its own limit: the rows so far are kept.
+        log "$name: stopped by the ${total_s} s budget after ${dt} s ($rows rows kept; see $out/$name.log)"
+        echo "cut short by the time budget: $name ($pes PEs, $rows rows)" >>"$out/env.txt"
+      else
+        log "$name: TIMEOUT after ${dt} s ($rows rows kept; see $out/$name.log)"; failed=1
+      fi ;;
     *) log "$name: FAILED with status $rc after ${dt} s ($rows rows kept; see $out/$name.log)"; failed=1 ;;
   esac
+  # A PE killed in a kernel can leave the MPS daemon refusing new clients ("devices unavailable"): a fresh daemon
+  # for the next program.
+  if [ "$rc" != 0 ] && [ "$rc" != 77 ] && [ "${started_mps:-0}" = 1 ]; then
+    echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
+    sleep 1
+    nvidia-cuda-mps-control -d && sleep 1 && log "restarted the private MPS daemon after $name"
+  fi
+  return 0
+}
+for b in "${ordered[@]}"; do
+  run_one "" 2 1 "$b"
+done
+# More PEs: the collective points only (the programs skip the 2-PE points themselves). Every program at one PE count
+# before the next count, so that a short budget loses the largest count first. A program without rows at 2 PEs
+# (skipped: no GPU; or failed at once) is not run again.
+for pes in $pes_list; do
+  [ "$pes" -le 2 ] && continue
+  for b in "${ordered[@]}"; do
+    base="$out/$(basename "$b")"
+    if ! grep -q -v -e '^impl,' -e '^SKIP' -e '^#' -e '^$' "$base.csv" 2>/dev/null; then
+      log "$(basename "$b") not run with $pes PEs: no rows with 2 PEs"
+      continue
+    fi
+    run_one ".pes$pes" "$pes" 0 "$b"
+  done
 done
 stop_mps
 
 {
   echo "impl,benchmark,scope,pes,bytes,iters,median_us,min_us,p90_us,gbps"
-  for b in "${ordered[@]}"; do
-    f="$out/$(basename "$b").csv"
+  for f in ${csvs[@]+"${csvs[@]}"}; do
     [ -f "$f" ] && grep -v -e '^impl,' -e '^SKIP' -e '^#' -e '^$' "$f"
   done
 } >"$out/results.csv"

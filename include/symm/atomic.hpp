@@ -29,9 +29,10 @@
 // - device code (both backends' kernels): a cuda::atomic_ref at system scope on the peer mapping, one instruction;
 // - host code, host backend: the same cuda::atomic_ref on the shared-memory mapping of the target's heap (atomic
 //   between processes, since they share the physical pages);
-// - host code, CUDA backend: not available. The heap is GPU memory, which a CPU thread cannot update atomically
-//   through a pointer, and symm launches no kernels of its own (its host code also compiles with g++). Each member
-//   throws errc::unsupported there; do the atomic in a kernel (device code), or use the host backend.
+// - host code, CUDA backend: the heap is GPU memory, which a CPU thread cannot update atomically through a pointer, so
+//   symm runs the same instruction in a one-thread kernel of its own (embedded PTX loaded through the driver, so that
+//   g++-only translation units work too) on the world's stream, and returns its result: microseconds per call, every
+//   order performed as seq_cst (detail/backend/cuda/host_atomics.hpp). Loops of atomics belong in a kernel.
 //
 // Scope: thread_scope_system. A PE may be another process (host backend, or CUDA backend PEs in several processes on
 // one GPU) or on another GPU (peer mapping over NVLink/PCIe). thread_scope_device is only correct when every party is a

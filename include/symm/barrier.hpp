@@ -89,8 +89,9 @@ lookup_barrier_flags(const Group& group, const world_ref& w, int channel) {
 }
 
 //! One barrier round at `epoch`: tell every other PE this PE arrived (one release fence per signalling thread, then
-//! relaxed stores), wait until every other PE told us (relaxed polls, then one acquire fence). The group has synced
-//! before, so the release covers every thread's earlier writes (fences are cumulative through the group barrier).
+//! relaxed stores), wait until every other PE told us (acquire polls). The group syncs before and after, so the
+//! release covers every thread's earlier writes and the acquires every thread's later reads (both are cumulative
+//! through the group barrier).
 template <class Group>
 SYMM_DEVICE SYMM_FORCEINLINE void barrier_round(const Group& group, const world_ref& w, int channel,
                                                 const barrier_flags_view& flags, std::uint64_t epoch) {
@@ -105,11 +106,8 @@ SYMM_DEVICE SYMM_FORCEINLINE void barrier_round(const Group& group, const world_
     }
     for (int k = rank; k < n - 1; k += count) {
       const int p = (me + 1 + k) % n;
-      flag arrived(flags.mine[p]);
-      detail::device_wait_until([&] { return arrived.load(cuda::memory_order_relaxed) >= epoch; }, "symm::sync_all", me,
-                                p);
+      detail::device_wait_for_count(flag(flags.mine[p]), epoch, "symm::sync_all", me, p);
     }
-    cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
   }
   group.sync();
 }
@@ -144,11 +142,10 @@ public:
     group_.sync();
     detail::barrier_round(group_, world_, channel_, flags_, ++epoch_);
   }
-  //! quiet() and sync(): every put the group issued before it is complete and visible on every PE after it.
-  SYMM_DEVICE void barrier() {
-    cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);
-    sync();
-  }
+  //! quiet() and sync(): every put the group issued before it is complete and visible on every PE after it. Device
+  //! puts are stores, which the round's system-scope release fence already completes (cumulatively, through the
+  //! group barrier before it), so this costs what sync() costs.
+  SYMM_DEVICE void barrier() { sync(); }
 
 private:
   Group group_;

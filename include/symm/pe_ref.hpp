@@ -3,6 +3,7 @@
 
 #include <symm/atomic.hpp>
 #include <symm/concepts.hpp>
+#include <symm/detail/backend/cuda/host_atomics.hpp>
 #include <symm/detail/host_wait.hpp>
 #include <symm/detail/world_state.hpp>
 
@@ -22,7 +23,8 @@ SYMM_BEGIN_NAMESPACE
 //! Atomics are members with an explicit cuda::memory_order (default seq_cst): load, store, exchange,
 //! compare_exchange, fetch_add/sub/and/or/xor/min/max and the non-fetching add, sub, bit_and, bit_or, bit_xor. They
 //! take 4- and 8-byte integers, float and double (bitwise and min/max: integers only), run at system scope, and work
-//! in device code on both backends and in host code on the host backend; symm/atomic.hpp has the table and the rules.
+//! in device code and in host code on both backends (host code on the CUDA backend: a one-thread kernel, seq_cst,
+//! complete on return); symm/atomic.hpp has the table and the rules.
 //!
 //! Trivially copyable, so it can be passed to kernels; it is valid as long as the symmetric object it refers to.
 template <class T>
@@ -57,13 +59,17 @@ public:
   }
   SYMM_HOST_DEVICE operator value_type() const { return get(); }
 
-  // ---- atomics (symm/atomic.hpp): system scope; host code: host backend only, else errc::unsupported ----
+  // ---- atomics (symm/atomic.hpp): system scope. Host code on the host backend: CPU atomics on the shared mapping;
+  // on the CUDA backend: a one-thread kernel on the world's stream (detail/backend/cuda/host_atomics.hpp) ----
 
   //! Atomic read of the element on PE pe(). The only atomic a pe_ref<const T> has.
   [[nodiscard]] SYMM_HOST_DEVICE value_type load(cuda::memory_order order = cuda::memory_order_seq_cst) const {
     detail::require_atomic_value<T>();
     if constexpr (atomic_value<T>) {
-      NV_IF_TARGET(NV_IS_HOST, (detail::require_host_atomics(world_, pe_, "pe_ref::load");))
+      NV_IF_TARGET(NV_IS_HOST, (if (world_->kind() != backend::host) {
+                     return detail::host_side_atomic<value_type>(
+                         world_, pe_, address_, detail::atomic_op::load, value_type{}, "pe_ref::load");
+                   }))
       return detail::system_atomic(address_).load(order);
     } else {
       return value_type{};
@@ -74,7 +80,11 @@ public:
     detail::require_atomic_value<T>();
     detail::require_writable<T>();
     if constexpr (atomic_value<T> && !std::is_const_v<T>) {
-      NV_IF_TARGET(NV_IS_HOST, (detail::require_host_atomics(world_, pe_, "pe_ref::store");))
+      NV_IF_TARGET(NV_IS_HOST, (if (world_->kind() != backend::host) {
+                     (void) detail::host_side_atomic<value_type>(
+                         world_, pe_, address_, detail::atomic_op::store, desired, "pe_ref::store");
+                     return;
+                   }))
       detail::system_atomic(address_).store(desired, order);
       NV_IF_TARGET(NV_IS_HOST, (detail::wake_waiters(world_, pe_, address_);))
     }
@@ -90,7 +100,10 @@ public:
     detail::require_atomic_value<T>();
     detail::require_writable<T>();
     if constexpr (atomic_value<T> && !std::is_const_v<T>) {
-      NV_IF_TARGET(NV_IS_HOST, (detail::require_host_atomics(world_, pe_, "pe_ref::compare_exchange");))
+      NV_IF_TARGET(NV_IS_HOST, (if (world_->kind() != backend::host) {
+                     return detail::host_side_compare_exchange<value_type>(
+                         world_, pe_, address_, expected, desired, "pe_ref::compare_exchange");
+                   }))
       bool stored = detail::system_atomic(address_).compare_exchange_strong(
           expected, desired, order, detail::failure_order(order));
       NV_IF_TARGET(NV_IS_HOST, (if (stored) detail::wake_waiters(world_, pe_, address_);))
@@ -187,10 +200,10 @@ public:
   friend bool operator==(const pe_ref&, const pe_ref<U>&) = delete;
 
 private:
-  enum class op { exchange, add, sub, bit_and, bit_or, bit_xor, min, max };
+  using op = detail::atomic_op;
 
-  //! Every read-modify-write: the type rules, the host-side backend check, the instruction, the wake-up of host
-  //! waiters.
+  //! Every read-modify-write: the type rules, the host-side path of the CUDA backend (a kernel), the instruction, the
+  //! wake-up of host waiters.
   template <op Op>
   SYMM_HOST_DEVICE SYMM_FORCEINLINE value_type
   rmw(value_type operand, cuda::memory_order order, [[maybe_unused]] const char* what) const {
@@ -200,7 +213,9 @@ private:
     detail::require_writable<T>();
     // Past a failed rule, stop: the static_assert above is the one message the user needs.
     if constexpr ((any_value ? atomic_value<T> : atomic_integer<T>) &&!std::is_const_v<T>) {
-      NV_IF_TARGET(NV_IS_HOST, (detail::require_host_atomics(world_, pe_, what);))
+      NV_IF_TARGET(NV_IS_HOST, (if (world_->kind() != backend::host) {
+                     return detail::host_side_atomic<value_type>(world_, pe_, address_, Op, operand, what);
+                   }))
       auto atom = detail::system_atomic(address_);
       value_type old{};
       if constexpr (Op == op::exchange) old = atom.exchange(operand, order);

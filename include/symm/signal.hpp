@@ -26,7 +26,9 @@
 //   (cuStreamWriteValue64, which the driver precedes by a system-wide fence) on a stream, and returns a future.
 //   Only signal_op::set: the stream has no atomic add, so signal_op::add throws errc::unsupported there (do it in a
 //   kernel). The forms without a stream use the world's own stream; put_signal waits for it, put_signal_nbi does not
-//   (quiet() does). signal_wait_until and signal_fetch in host code throw errc::unsupported: the signal is GPU memory.
+//   (quiet() does). In host code signal_fetch reads the signal (GPU memory) with a small copy after the world stream's
+//   earlier work, and signal_wait_until waits with a one-thread kernel that watches it (symm/wait.hpp says how),
+//   checking that the other PEs are alive as on the host backend.
 #pragma once
 
 #include <symm/atomic.hpp>
@@ -41,6 +43,7 @@
 #include <cuda/std/span>
 
 #if SYMM_CUDA_BACKEND()
+#  include <symm/detail/backend/cuda/host_atomics_wait.hpp>
 #  include <symm/detail/backend/cuda/stream_write.hpp>
 #endif
 
@@ -60,16 +63,16 @@ class signal_ref {
 public:
   using value_type = std::uint64_t;
   signal_ref() = default;
-  SYMM_HOST_DEVICE explicit signal_ref(const array_ref<std::uint64_t, 1>& word) noexcept : word_(word) {}
+  SYMM_HOST_DEVICE explicit signal_ref(const array_ref<std::uint64_t>& word) noexcept : word_(word) {}
 
   //! This PE's signal word (device memory on the CUDA backend).
   [[nodiscard]] SYMM_HOST_DEVICE std::uint64_t* local_address() const noexcept { return word_.local().data(); }
-  [[nodiscard]] SYMM_HOST_DEVICE const array_ref<std::uint64_t, 1>& word() const noexcept { return word_; }
+  [[nodiscard]] SYMM_HOST_DEVICE const array_ref<std::uint64_t>& word() const noexcept { return word_; }
   [[nodiscard]] SYMM_HOST_DEVICE int my_pe() const noexcept { return word_.my_pe(); }
   [[nodiscard]] SYMM_HOST_DEVICE detail::world_state* world() const noexcept { return word_.world(); }
 
 private:
-  array_ref<std::uint64_t, 1> word_;
+  array_ref<std::uint64_t> word_;
 };
 
 static_assert(std::is_trivially_copyable_v<signal_ref>, "signal_ref travels to kernels by value");
@@ -101,9 +104,7 @@ public:
   //! Signal i (not bounds-checked in device code).
   [[nodiscard]] SYMM_HOST_DEVICE signal_ref operator[](std::size_t i) const {
     NV_IF_TARGET(NV_IS_HOST, (check_index(i);))
-    return signal_ref(array_ref<std::uint64_t, 1>(
-        words_.world(), words_.host_peers(), words_.device_peers(), words_.offset() + i * sizeof(std::uint64_t), 1,
-        words_.my_pe(), words_.n_pes()));
+    return signal_ref(words_.subarray(i, 1));
   }
   //! This PE's signal words, e.g. for wait_until_any over them.
   [[nodiscard]] SYMM_HOST_DEVICE cuda::std::span<std::uint64_t> local() const noexcept { return words_.local(); }
@@ -269,9 +270,9 @@ put_signal_nbi(const pe_span<T, E>& dst, Range&& source, const pe_signal& sig, s
 }
 
 //! Waits until this PE's signal satisfies `signal <c> value`; returns the value seen. Acquire order: the data of the
-//! put_signal that made it true is visible after. Host (host backend): throws errc::peer_failed when another PE dies
-//! meanwhile; on the cuda backend errc::unsupported (wait in a kernel). Device: traps after
-//! SYMM_DEVICE_WAIT_TIMEOUT_NS.
+//! put_signal that made it true is visible after. Host: throws errc::peer_failed when another PE dies meanwhile; on the
+//! cuda backend it waits with a one-thread kernel of symm's that watches the signal (microseconds per wait: tight loops
+//! belong in a kernel). Device: traps after SYMM_DEVICE_WAIT_TIMEOUT_NS.
 SYMM_HOST_DEVICE inline std::uint64_t signal_wait_until(const signal_ref& sig, cmp c, std::uint64_t value) {
   std::uint64_t* word = sig.local_address();
   NV_IF_TARGET(
@@ -284,16 +285,18 @@ SYMM_HOST_DEVICE inline std::uint64_t signal_wait_until(const signal_ref& sig, c
       }),
       ({
         detail::require_host_atomics(sig.world(), sig.my_pe(), "symm::signal_wait_until");
-        return detail::host_wait(
-            *sig.world(), sig.my_pe(), word, [&](std::uint64_t v) { return compare(v, c, value); },
-            "symm::signal_wait_until");
+        return detail::host_wait_until(*sig.world(), sig.my_pe(), word, c, value, "symm::signal_wait_until");
       }))
 }
 
-//! This PE's signal value now (an acquire load). Host code: host backend only (errc::unsupported on the cuda backend).
+//! This PE's signal value now (an acquire load). Host code on the cuda backend: a copy of the word after the world
+//! stream's earlier work.
 [[nodiscard]] SYMM_HOST_DEVICE inline std::uint64_t signal_fetch(const signal_ref& sig) {
-  NV_IF_TARGET(NV_IS_HOST, (detail::require_host_atomics(sig.world(), sig.my_pe(), "symm::signal_fetch");))
-  return detail::system_atomic(sig.local_address()).load(cuda::memory_order_acquire);
+  NV_IF_TARGET(NV_IS_HOST, ({
+                 detail::require_host_atomics(sig.world(), sig.my_pe(), "symm::signal_fetch");
+                 return detail::host_acquire_load(*sig.world(), sig.local_address());
+               }),
+               (return detail::system_atomic(sig.local_address()).load(cuda::memory_order_acquire);))
 }
 
 SYMM_END_NAMESPACE
@@ -321,13 +324,11 @@ device_put_signal(const Group& group, const pe_span<T, E>& dst, cuda::std::span<
     if (dst.pe() != sig.pe()) __trap(); // data and signal must go to the same PE
   }
   group_copy(group, dst.address(), dst.size_bytes(), source.data(), source.size_bytes());
-  // Every thread's stores are issued; after the group barrier, one thread's system-scope fence is cumulative over
-  // them (they happen before it through the barrier), and its release update publishes them with the signal.
+  // Every thread's stores are issued; after the group barrier, one thread's system-scope release update is cumulative
+  // over them (they happen before it through the barrier) and publishes them with the signal. No separate fence: a
+  // sequentially consistent one would cost a second system-wide memory barrier per put_signal.
   group.sync();
-  if (group.thread_rank() == 0) {
-    cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);
-    update_signal(sig.address(), value, op);
-  }
+  if (group.thread_rank() == 0) update_signal(sig.address(), value, op);
 }
 } // namespace detail
 

@@ -71,11 +71,39 @@ public:
                  (return reinterpret_cast<T*>(host_peers_[pe] + offset_);))
   }
 
+  //! Elements [first, first + count) as a symmetric array of their own: the same elements on every PE. Host code
+  //! throws errc::invalid_argument when they do not lie inside this array; device code does not check.
+  [[nodiscard]] SYMM_HOST_DEVICE array_ref<T> subarray(std::size_t first, std::size_t count) const {
+    NV_IF_TARGET(NV_IS_HOST, (check_subarray(first, count);))
+    return array_ref<T>(*this, first * sizeof(T), count);
+  }
+
   [[nodiscard]] SYMM_HOST_DEVICE detail::world_state* world() const noexcept { return world_; }
   [[nodiscard]] SYMM_HOST_DEVICE std::byte* const* host_peers() const noexcept { return host_peers_; }
   [[nodiscard]] SYMM_HOST_DEVICE std::byte* const* device_peers() const noexcept { return device_peers_; }
 
 private:
+  template <class, std::size_t>
+  friend class array_ref;
+  template <class U, class V, std::size_t E>
+  friend SYMM_HOST_DEVICE array_ref<U> array_cast(const array_ref<V, E>&);
+
+  //! `other`'s bytes from `byte_offset` on, as `size` elements of T (sub-arrays and casts). Works in device code: the
+  //! local address comes from other's, not from the host's peer table.
+  template <class U, std::size_t E>
+  SYMM_HOST_DEVICE array_ref(const array_ref<U, E>& other, std::size_t byte_offset, std::size_t size) noexcept
+      : local_(reinterpret_cast<T*>(reinterpret_cast<std::byte*>(other.local_) + byte_offset)), world_(other.world_),
+        host_peers_(other.host_peers_), device_peers_(other.device_peers_), offset_(other.offset_ + byte_offset),
+        size_(size), my_pe_(other.my_pe_), n_pes_(other.n_pes_) {}
+
+  void check_subarray(std::size_t first, std::size_t count) const {
+    if (first > size() || count > size() - first) {
+      SYMM_THROW(errc::invalid_argument,
+                 "PE {}: subarray({}, {}) asks for elements {} to {} of a symmetric array of {} elements", my_pe_,
+                 first, count, first, first + count, size());
+    }
+  }
+
   T* local_ = nullptr;
   detail::world_state* world_ = nullptr;
   std::byte* const* host_peers_ = nullptr;
@@ -87,6 +115,26 @@ private:
 };
 
 static_assert(std::is_trivially_copyable_v<array_ref<float>>, "array_ref travels to kernels by value");
+
+//! The bytes of a symmetric array as elements of U (what std::as_bytes and reinterpret_cast do for a span):
+//! size_bytes() / sizeof(U) of them. U keeps T's constness. Host code throws errc::invalid_argument when the array's
+//! heap offset is not aligned for U.
+//! \code
+//!   symm::array<std::byte> raw(world, 1 << 20);
+//!   symm::array_ref<float> floats = symm::array_cast<float>(raw.ref());
+//! \endcode
+template <class U, class T, std::size_t E>
+[[nodiscard]] SYMM_HOST_DEVICE array_ref<U> array_cast(const array_ref<T, E>& a) {
+  static_assert(std::is_const_v<U> || !std::is_const_v<T>, "symm::array_cast: cannot cast away const");
+  NV_IF_TARGET(NV_IS_HOST, ({
+                 if (a.offset() % alignof(U) != 0) {
+                   SYMM_THROW(errc::invalid_argument,
+                              "PE {}: symm::array_cast to an element of alignment {}: the array lies at heap offset {}",
+                              a.my_pe(), alignof(U), a.offset());
+                 }
+               }))
+  return array_ref<U>(a, 0, a.size_bytes() / sizeof(U));
+}
 
 //! The kernel-side name of a symmetric array view (same type as array_ref).
 template <class T, std::size_t Extent = dynamic_extent>

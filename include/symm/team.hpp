@@ -207,7 +207,13 @@ public:
   //! arrivals at pe), then pe's counts of its own arrivals at each world PE. Shared by every team.
   [[nodiscard]] SYMM_HOST_DEVICE std::uint64_t* barrier_flags(int pe, int channel) const noexcept {
     std::byte* base = nullptr;
-    NV_IF_TARGET(NV_IS_DEVICE, (base = device_peers_[pe];), (base = host_peers_[pe];))
+    // __ldg: the table is read-only, and a plain load would be repeated after every acquire; global: STG/LDG, not
+    // ST/LD.
+    NV_IF_TARGET(
+        NV_IS_DEVICE,
+        (base = reinterpret_cast<std::byte*>(__ldg(reinterpret_cast<const unsigned long long*>(device_peers_ + pe)));
+         __builtin_assume(__isGlobal(base));),
+        (base = host_peers_[pe];))
     return reinterpret_cast<std::uint64_t*>(base + flags_offset_) +
            static_cast<std::size_t>(channel) * 2 * static_cast<std::size_t>(world_n_pes_);
   }
@@ -257,34 +263,32 @@ SYMM_END_NAMESPACE
 SYMM_BEGIN_NAMESPACE
 
 namespace detail {
-//! One team barrier round: count one more arrival at every other team PE (one release fence per signalling thread,
-//! then relaxed stores), wait until every other team PE's count of arrivals here reaches this PE's count of arrivals
-//! there (relaxed polls, then one acquire fence). The group has synced before, so the release covers every thread's
-//! earlier writes. Each pair of PEs is handled by one thread of the group, which keeps the pair's count.
-template <class Group>
-SYMM_DEVICE SYMM_FORCEINLINE void team_barrier_round(const Group& group, const team_ref& t, int channel) {
-  const int me = t.world_my_pe(), n = t.world_n_pes(), size = t.n_pes();
+//! One barrier round over a team's PEs, counted per pair of PEs: count one more arrival at every other team PE (one
+//! release fence per signalling thread, then relaxed stores), wait until every other team PE's count of arrivals here
+//! reaches this PE's count of arrivals there (acquire polls). The group syncs before and after, so the release covers
+//! every thread's earlier writes and the acquires every thread's later reads (both are cumulative through it). Each
+//! pair is handled by one thread of the group, which keeps the pair's count. `flags_of(pe)` is where a channel's flags
+//! lie on world PE pe: world_n_pes() arrival counts (word q counts q's arrivals at pe), then pe's counts of its own
+//! arrivals at each world PE.
+template <class Group, class FlagsOf>
+SYMM_DEVICE SYMM_FORCEINLINE void
+pair_barrier_round(const Group& group, const team_ref& t, const FlagsOf& flags_of, const char* what) {
+  using counter = cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>;
+  const int me = t.world_my_pe(), size = t.n_pes();
   const int rank = static_cast<int>(group.thread_rank()), count = static_cast<int>(group.num_threads());
-  std::uint64_t* mine = t.barrier_flags(me, channel);
-  std::uint64_t* sent = mine + n;
+  std::uint64_t* mine = flags_of(me);
+  std::uint64_t* sent = mine + t.world_n_pes();
   if (rank < size) cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_system);
   for (int i = rank; i < size; i += count) {
     const int p = t.world_pe(i);
     if (p == me) continue;
     const std::uint64_t arrivals = ++sent[p];
-    cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(t.barrier_flags(p, channel)[me])
-        .store(arrivals, cuda::memory_order_relaxed);
+    counter(flags_of(p)[me]).store(arrivals, cuda::memory_order_relaxed);
   }
   for (int i = rank; i < size; i += count) {
     const int p = t.world_pe(i);
-    if (p == me) continue;
-    const std::uint64_t expected = sent[p];
-    cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system> arrived(mine[p]);
-    detail::device_wait_until(
-        [&] { return arrived.load(cuda::memory_order_relaxed) >= expected; },
-        "symm::sync_all(team) (do two barriers of teams sharing PEs run on one channel at once?)", me, p);
+    if (p != me) detail::device_wait_for_count(counter(mine[p]), sent[p], what, me, p);
   }
-  if (rank < size) cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
   group.sync();
 }
 } // namespace detail
@@ -297,14 +301,15 @@ SYMM_DEVICE SYMM_FORCEINLINE void team_barrier_round(const Group& group, const t
 template <cooperating_group Group>
 SYMM_DEVICE void sync_all(const Group& group, const team_ref& t, int channel = 0) {
   group.sync();
-  detail::team_barrier_round(group, t, channel);
+  detail::pair_barrier_round(
+      group, t, [&](int pe) { return t.barrier_flags(pe, channel); },
+      "symm::sync_all(team) (do two barriers of teams sharing PEs run on one channel at once?)");
 }
 
 //! quiet() and sync_all() over the team: every put any thread of the group issued before it is visible on every PE
-//! of the team after it.
+//! of the team after it (the round's release fence completes them, as for the world's barrier_session::barrier()).
 template <cooperating_group Group>
 SYMM_DEVICE void barrier_all(const Group& group, const team_ref& t, int channel = 0) {
-  cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);
   sync_all(group, t, channel);
 }
 

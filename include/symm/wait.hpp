@@ -13,9 +13,12 @@
 // Host code: spins briefly, then sleeps on a futex for 4-byte words (woken by symm's atomics, p's and signals on the
 // word; a write symm does not see is noticed within a few milliseconds), or yields for 8-byte words. Every few
 // milliseconds it checks that the other PEs are alive: when one has died or failed, the wait throws errc::peer_failed
-// naming it, instead of hanging. On the CUDA backend the heap is GPU memory, which host code cannot wait on: waits
-// there throw errc::unsupported (wait in a kernel); host memory (e.g. pinned memory a kernel writes) can be waited on.
-// A host wait needs a live symm::world on the calling thread (for the liveness checks).
+// naming it, instead of hanging. On the CUDA backend the heap is GPU memory, which a CPU thread cannot load: host code
+// reads such words (the heap, or other device memory) with small copies after the world stream's earlier work, and
+// waits on one with a one-thread kernel of symm's that watches the word and reports to the host (the span forms copy
+// the words again with back-off); the same liveness checks apply (detail/backend/cuda/host_atomics_wait.hpp). That
+// costs microseconds per read or wait: a tight loop belongs in a kernel. Host memory (e.g. pinned memory a kernel
+// writes) is read directly. A host wait needs a live symm::world on the calling thread (for the liveness checks).
 // Device code: spins; after SYMM_DEVICE_WAIT_TIMEOUT_NS (20 s) it prints what it waited for and traps (a probable
 // deadlock), so a kernel never hangs the GPU silently.
 //
@@ -31,6 +34,7 @@
 #pragma once
 
 #include <symm/atomic.hpp>
+#include <symm/detail/backend/cuda/host_atomics_wait.hpp>
 #include <symm/detail/device_wait.hpp>
 #include <symm/detail/host_wait.hpp>
 #include <symm/symmetric.hpp>
@@ -39,7 +43,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
+#include <vector>
 
 SYMM_BEGIN_NAMESPACE
 
@@ -82,11 +88,59 @@ SYMM_HOST_DEVICE SYMM_FORCEINLINE bool included(cuda::std::span<const int> statu
   return status.empty() || status[i] == 0;
 }
 
-//! The host world a wait uses for its liveness checks, after checking that host code can read `word`.
-inline const world_state& host_wait_world(const void* word, const char* what) {
-  const world_state& world = require_current_world(what);
-  require_host_readable(world, word, what);
-  return world;
+//! The host world a wait uses for its liveness checks (and, on the CUDA backend, for its copies).
+inline const world_state& host_wait_world(const char* what) {
+  return require_current_world(what);
+}
+
+//! Host code: waits until `*word <c> value` and returns the value seen. `owner`: the PE whose heap holds the word (-1
+//! outside the heaps). GPU memory goes through the CUDA backend's waits, host memory through host_wait.
+template <class T>
+std::remove_cv_t<T>
+host_wait_until(const world_state& world, int owner, T* word, cmp c, std::remove_cv_t<T> value, const char* what) {
+#if SYMM_CUDA_BACKEND()
+  if (in_gpu_memory(world, word)) return gpu_wait(world, word, static_cast<int>(c), value, what);
+#endif
+  return host_wait(
+      world, owner, word, [&](std::remove_cv_t<T> v) { return compare(v, c, value); }, what);
+}
+
+//! Host code: the word now, with acquire order (a copy for GPU memory).
+template <class T>
+std::remove_cv_t<T> host_acquire_load(const world_state& world, T* word) {
+#if SYMM_CUDA_BACKEND()
+  if (in_gpu_memory(world, word)) return read_gpu_word(world, word);
+#endif
+  (void) world;
+  return acquire_load(word);
+}
+
+//! Host code: `check(snapshot)` on the words as they are now: the words themselves in host memory, a copy of them in
+//! GPU memory.
+template <class T, std::size_t E, class Check>
+auto host_check_words(const world_state& world, cuda::std::span<T, E> words, Check&& check) {
+#if SYMM_CUDA_BACKEND()
+  if (!words.empty() && in_gpu_memory(world, words.data())) {
+    std::vector<std::remove_cv_t<T>> snapshot(words.size());
+    read_gpu_words(world, words.data(), words.size(), snapshot.data());
+    return check(cuda::std::span<const std::remove_cv_t<T>>(snapshot.data(), snapshot.size()));
+  }
+#endif
+  (void) world;
+  return check(words);
+}
+
+//! Host code: waits until `done(snapshot)` holds for the words (the _any and _some forms), polling.
+template <class T, std::size_t E, class Done>
+void host_poll_words(const world_state& world, cuda::std::span<T, E> words, Done&& done, const char* what) {
+#if SYMM_CUDA_BACKEND()
+  if (!words.empty() && in_gpu_memory(world, words.data())) {
+    gpu_poll(world, words.data(), words.size(), done, what);
+    return;
+  }
+#endif
+  host_poll(
+      world, [&] { return done(words); }, what);
 }
 
 inline void check_status_size(std::size_t words, std::size_t status, const char* what) {
@@ -126,25 +180,24 @@ SYMM_HOST_DEVICE bool any_included(cuda::std::span<T, E> words, cuda::std::span<
 
 //! Waits until `word <c> value` holds for `word`, a 4- or 8-byte integer of this PE's symmetric memory (or host memory
 //! other threads write), and returns the value that satisfied it. Acquire order. Host: throws errc::peer_failed when
-//! another PE dies meanwhile, errc::unsupported for GPU memory, errc::not_initialized without a world. Device: traps
-//! after SYMM_DEVICE_WAIT_TIMEOUT_NS.
+//! another PE dies meanwhile, errc::not_initialized without a world; GPU memory (the CUDA backend's heap) is waited on
+//! with a one-thread kernel of symm's (see the header comment). Device: traps after SYMM_DEVICE_WAIT_TIMEOUT_NS.
 //! \code  symm::wait_until(flags.local()[3], symm::cmp::ge, round);  \endcode
 template <class T>
   requires(!std::is_pointer_v<T> && !symmetric_object<T>)
 SYMM_HOST_DEVICE std::remove_cv_t<T> wait_until(T& word, cmp c, std::type_identity_t<std::remove_cv_t<T>> value) {
   detail::require_wait_word<T>();
-  NV_IF_TARGET(NV_IS_DEVICE, ({
-                 std::remove_cv_t<T> seen{};
-                 detail::device_wait_until([&] { return compare(seen = detail::acquire_load(&word), c, value); },
-                                           "symm::wait_until", -1, -1);
-                 return seen;
-               }),
-               ({
-                 const auto& world = detail::host_wait_world(&word, "symm::wait_until");
-                 return detail::host_wait(
-                     world, detail::heap_owner(world, &word), &word,
-                     [&](std::remove_cv_t<T> v) { return compare(v, c, value); }, "symm::wait_until");
-               }))
+  NV_IF_TARGET(
+      NV_IS_DEVICE, ({
+        std::remove_cv_t<T> seen{};
+        detail::device_wait_until([&] { return compare(seen = detail::acquire_load(&word), c, value); },
+                                  "symm::wait_until", -1, -1);
+        return seen;
+      }),
+      ({
+        const auto& world = detail::host_wait_world("symm::wait_until");
+        return detail::host_wait_until(world, detail::heap_owner(world, &word), &word, c, value, "symm::wait_until");
+      }))
 }
 
 //! wait_until on the word at `word`.
@@ -169,8 +222,9 @@ template <class T>
   requires(!std::is_pointer_v<T> && !symmetric_object<T>)
 [[nodiscard]] SYMM_HOST_DEVICE bool test(T& word, cmp c, std::type_identity_t<std::remove_cv_t<T>> value) {
   detail::require_wait_word<T>();
-  NV_IF_TARGET(NV_IS_HOST, ((void) detail::host_wait_world(&word, "symm::test");))
-  return compare(detail::acquire_load(&word), c, value);
+  NV_IF_TARGET(NV_IS_HOST,
+               (return compare(detail::host_acquire_load(detail::host_wait_world("symm::test"), &word), c, value);),
+               (return compare(detail::acquire_load(&word), c, value);))
 }
 template <class T>
 [[nodiscard]] SYMM_HOST_DEVICE bool test(T* word, cmp c, std::type_identity_t<std::remove_cv_t<T>> value) {
@@ -214,9 +268,10 @@ wait_until_any(cuda::std::span<T, E> words, cmp c, std::type_identity_t<std::rem
       ({
         detail::check_status_size(words.size(), status.size(), "symm::wait_until_any");
         if (!detail::any_included(words, status)) return no_index;
-        const auto& world = detail::host_wait_world(words.data(), "symm::wait_until_any");
-        detail::host_poll(
-            world, [&] { return (found = detail::scan<true>(words, {}, c, value, status)) != no_index; },
+        const auto& world = detail::host_wait_world("symm::wait_until_any");
+        detail::host_poll_words(
+            world, words,
+            [&](auto snapshot) { return (found = detail::scan<true>(snapshot, {}, c, value, status)) != no_index; },
             "symm::wait_until_any");
       }))
   return found;
@@ -245,9 +300,10 @@ wait_until_some(cuda::std::span<T, E> words, cuda::std::span<std::size_t> indice
                      indices.size(), words.size());
         }
         if (!detail::any_included(words, status)) return 0;
-        const auto& world = detail::host_wait_world(words.data(), "symm::wait_until_some");
-        detail::host_poll(
-            world, [&] { return (count = detail::scan<false>(words, indices, c, value, status)) != 0; },
+        const auto& world = detail::host_wait_world("symm::wait_until_some");
+        detail::host_poll_words(
+            world, words,
+            [&](auto snapshot) { return (count = detail::scan<false>(snapshot, indices, c, value, status)) != 0; },
             "symm::wait_until_some");
       }))
   return count;
@@ -259,14 +315,18 @@ template <class T, std::size_t E>
 test_all(cuda::std::span<T, E> words, cmp c, std::type_identity_t<std::remove_cv_t<T>> value,
          cuda::std::span<const int> status = {}) {
   detail::require_wait_word<T>();
+  auto all = [&](auto snapshot) {
+    for (std::size_t i = 0; i < snapshot.size(); ++i) {
+      if (detail::included(status, i) && !compare(detail::acquire_load(&snapshot[i]), c, value)) return false;
+    }
+    return true;
+  };
   NV_IF_TARGET(NV_IS_HOST, ({
                  detail::check_status_size(words.size(), status.size(), "symm::test_all");
-                 if (!words.empty()) (void) detail::host_wait_world(words.data(), "symm::test_all");
-               }))
-  for (std::size_t i = 0; i < words.size(); ++i) {
-    if (detail::included(status, i) && !compare(detail::acquire_load(&words[i]), c, value)) return false;
-  }
-  return true;
+                 if (words.empty()) return true;
+                 return detail::host_check_words(detail::host_wait_world("symm::test_all"), words, all);
+               }),
+               (return all(words);))
 }
 
 //! The index of an included word that satisfies `word <c> value` now, or no_index.
@@ -277,9 +337,12 @@ test_any(cuda::std::span<T, E> words, cmp c, std::type_identity_t<std::remove_cv
   detail::require_wait_word<T>();
   NV_IF_TARGET(NV_IS_HOST, ({
                  detail::check_status_size(words.size(), status.size(), "symm::test_any");
-                 if (!words.empty()) (void) detail::host_wait_world(words.data(), "symm::test_any");
-               }))
-  return detail::scan<true>(words, {}, c, value, status);
+                 if (words.empty()) return no_index;
+                 return detail::host_check_words(detail::host_wait_world("symm::test_any"), words, [&](auto snapshot) {
+                   return detail::scan<true>(snapshot, {}, c, value, status);
+                 });
+               }),
+               (return detail::scan<true>(words, {}, c, value, status);))
 }
 
 //! Stores the indices of the included words that satisfy `word <c> value` now into `indices`; returns their count.
@@ -294,9 +357,12 @@ test_some(cuda::std::span<T, E> words, cuda::std::span<std::size_t> indices, cmp
                    SYMM_THROW(errc::invalid_argument, "symm::test_some: indices has {} entries but there are {} words",
                               indices.size(), words.size());
                  }
-                 if (!words.empty()) (void) detail::host_wait_world(words.data(), "symm::test_some");
-               }))
-  return detail::scan<false>(words, indices, c, value, status);
+                 if (words.empty()) return 0;
+                 return detail::host_check_words(detail::host_wait_world("symm::test_some"), words, [&](auto snapshot) {
+                   return detail::scan<false>(snapshot, indices, c, value, status);
+                 });
+               }),
+               (return detail::scan<false>(words, indices, c, value, status);))
 }
 
 SYMM_END_NAMESPACE

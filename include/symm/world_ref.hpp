@@ -26,7 +26,8 @@ public:
     std::byte* base = nullptr;
     NV_IF_TARGET(
         NV_IS_DEVICE,
-        (base = reinterpret_cast<std::byte*>(__ldg(reinterpret_cast<const unsigned long long*>(device_peers_ + pe)));),
+        (base = reinterpret_cast<std::byte*>(__ldg(reinterpret_cast<const unsigned long long*>(device_peers_ + pe)));
+         __builtin_assume(__isGlobal(base));),
         (base = host_peers_[pe];))
     return reinterpret_cast<std::uint64_t*>(base + system_offset_) +
            static_cast<std::size_t>(channel) * (static_cast<std::size_t>(n_pes_) + 1);

@@ -46,6 +46,11 @@ inline symm::world_options gpu_options() {
 }
 
 //! The same body on n PEs: as processes, then as threads of one (forked) process sharing the CUDA context.
+//!
+//! PEs that share a GPU share a context too (threads of one process, or processes under MPS), and some CUDA calls
+//! wait for the kernels of the whole context (cudaDeviceSynchronize, cudaFree, and at times cudaMalloc or stream
+//! creation). A PE still in such a call while its peers' kernels wait for its own kernel deadlocks. The tests therefore
+//! finish their CUDA set-up on every PE, then pass a host barrier, then launch kernels that wait for other PEs.
 template <class Fn>
 void on_gpu_pes(int n, Fn body, symm::world_options options = gpu_options()) {
   symm::launch(n, body, {.mode = symm::launch_mode::processes, .world = options});

@@ -1,7 +1,9 @@
 // Remote atomics, put_signal and point-to-point waits in device code on the CUDA backend, as processes and as threads:
 // a counter hammered by every thread of every PE, a compare_exchange lock, a put_signal pipeline between blocks of
 // different PEs, a token ring and span waits, every atomic against a sequential model, and the host-side forms (the
-// stream-ordered put_signal; the atomics and waits that host code cannot do there throw errc::unsupported).
+// stream-ordered put_signal; host atomics, which run in symm's one-thread kernel: the same model, a counter that host
+// code and a kernel hammer together; host waits on GPU memory: signal_wait_until / signal_fetch against a peer's
+// kernel, every comparison and span form, and a dead peer ending a wait with errc::peer_failed).
 //
 // The PEs' kernels wait for each other, so they must run at the same time: each PE launches on its own non-blocking
 // stream (in threads mode the legacy default stream would serialise them), and processes on one GPU need MPS
@@ -17,9 +19,12 @@
 #include <cooperative_groups.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
+#include <thread>
 #include <vector>
 
 namespace cg = cooperative_groups;
@@ -254,6 +259,45 @@ enum op_code : int {
   op_count
 };
 
+//! One step of the model, the same code in a kernel and in host code: returns what the atomic returned (T{} for the
+//! non-fetching ones); `wrong` when compare_exchange's result disagrees with the model.
+template <class T>
+__host__ __device__ T model_step(symm::pe_ref<T> r, symm::pe_ref<const T> cr, int i, int op, T v, T expected_for_cas,
+                                 cuda::memory_order order, bool& wrong) {
+  T out{};
+  switch (op) {
+    case op_load: out = (i & 1) ? r.load() : cr.load(cuda::memory_order_acquire); break;
+    case op_store: r.store(v, cuda::memory_order_release); break;
+    case op_exchange: out = r.exchange(v, order); break;
+    case op_cas_hit:
+    case op_cas_miss: {
+      T expected = expected_for_cas;
+      bool stored = r.compare_exchange(expected, v, order);
+      if (stored != (op == op_cas_hit)) wrong = true;
+      out = expected;
+      break;
+    }
+    case op_fetch_add: out = r.fetch_add(v, order); break;
+    case op_fetch_sub: out = r.fetch_sub(v, order); break;
+    case op_add: r.add(v, order); break;
+    case op_sub: r.sub(v, order); break;
+    default:
+      if constexpr (symm::atomic_integer<T>) {
+        switch (op) {
+          case op_fetch_and: out = r.fetch_and(v, order); break;
+          case op_fetch_or: out = r.fetch_or(v, order); break;
+          case op_fetch_xor: out = r.fetch_xor(v, order); break;
+          case op_fetch_min: out = r.fetch_min(v, order); break;
+          case op_fetch_max: out = r.fetch_max(v, order); break;
+          case op_bit_and: r.bit_and(v, order); break;
+          case op_bit_or: r.bit_or(v, order); break;
+          case op_bit_xor: r.bit_xor(v, order); break;
+        }
+      }
+  }
+  return out;
+}
+
 template <class T>
 __global__ void model_kernel(symm::array_ref<T> slots, int target, int me, const int* ops, const T* operands,
                              const T* expected_for_cas, const int* orders, int steps, T* results, unsigned* errors) {
@@ -261,51 +305,25 @@ __global__ void model_kernel(symm::array_ref<T> slots, int target, int me, const
   const symm::array_ref<const T> read_only = slots;
   auto cr = symm::remote(read_only, target)[static_cast<std::size_t>(me)];
   for (int i = 0; i < steps; ++i) {
-    const T v = operands[i];
-    const auto order = static_cast<cuda::memory_order>(orders[i]);
-    T out{};
-    switch (ops[i]) {
-      case op_load: out = (i & 1) ? r.load() : cr.load(cuda::memory_order_acquire); break;
-      case op_store: r.store(v, cuda::memory_order_release); break;
-      case op_exchange: out = r.exchange(v, order); break;
-      case op_cas_hit:
-      case op_cas_miss: {
-        T expected = expected_for_cas[i];
-        bool stored = r.compare_exchange(expected, v, order);
-        if (stored != (ops[i] == op_cas_hit)) atomicAdd(errors, 1u);
-        out = expected;
-        break;
-      }
-      case op_fetch_add: out = r.fetch_add(v, order); break;
-      case op_fetch_sub: out = r.fetch_sub(v, order); break;
-      case op_add: r.add(v, order); break;
-      case op_sub: r.sub(v, order); break;
-      default:
-        if constexpr (symm::atomic_integer<T>) {
-          switch (ops[i]) {
-            case op_fetch_and: out = r.fetch_and(v, order); break;
-            case op_fetch_or: out = r.fetch_or(v, order); break;
-            case op_fetch_xor: out = r.fetch_xor(v, order); break;
-            case op_fetch_min: out = r.fetch_min(v, order); break;
-            case op_fetch_max: out = r.fetch_max(v, order); break;
-            case op_bit_and: r.bit_and(v, order); break;
-            case op_bit_or: r.bit_or(v, order); break;
-            case op_bit_xor: r.bit_xor(v, order); break;
-          }
-        }
-    }
-    results[i] = out;
+    bool wrong = false;
+    results[i] = model_step<T>(r, cr, i, ops[i], operands[i], expected_for_cas[i],
+                               static_cast<cuda::memory_order>(orders[i]), wrong);
+    if (wrong) atomicAdd(errors, 1u);
   }
   results[steps] = r.load();
 }
 
+//! A random sequence of atomics on one word and what each returns, computed sequentially.
 template <class T>
-void device_model(symm::world& world) {
+struct model_plan {
+  std::vector<int> ops, orders;
+  std::vector<T> operands, cas_expected, expected; // expected: steps + 1 entries, the last the final value
+};
+
+template <class T>
+model_plan<T> plan_model(std::uint64_t seed, int steps) {
   constexpr bool integer = symm::atomic_integer<T>;
-  const int me = world.my_pe(), n = world.n_pes(), target = (me + 1) % n;
-  symm::array<T> slots(world, static_cast<std::size_t>(n));
-  world.barrier();
-  std::mt19937_64 rng(symm_test::seed() ^ (static_cast<std::uint64_t>(me) << 20) ^ sizeof(T) ^ (integer ? 0 : 99));
+  std::mt19937_64 rng(seed);
   auto random_value = [&] {
     if constexpr (integer) return static_cast<T>(rng());
     else return static_cast<T>(std::uniform_real_distribution<double>(-1e6, 1e6)(rng));
@@ -318,24 +336,28 @@ void device_model(symm::world& world) {
       return static_cast<T>(f(a, b));
     }
   };
-  const int steps = 2000, kinds = integer ? op_count : op_fetch_and;
-  std::vector<int> ops(steps), orders(steps);
-  std::vector<T> operands(steps), cas_expected(steps), expected(steps + 1);
+  const int kinds = integer ? op_count : op_fetch_and;
+  model_plan<T> p;
+  p.ops.resize(steps);
+  p.orders.resize(steps);
+  p.operands.resize(steps);
+  p.cas_expected.resize(steps);
+  p.expected.resize(steps + 1);
   const int rmw_orders[] = {static_cast<int>(cuda::memory_order_relaxed), static_cast<int>(cuda::memory_order_acquire),
                             static_cast<int>(cuda::memory_order_release), static_cast<int>(cuda::memory_order_acq_rel),
                             static_cast<int>(cuda::memory_order_seq_cst)};
   T model = random_value();
-  ops[0] = op_store; // start from a known value
-  operands[0] = model;
-  orders[0] = rmw_orders[4];
+  p.ops[0] = op_store; // start from a known value
+  p.operands[0] = model;
+  p.orders[0] = rmw_orders[4];
   for (int i = 1; i < steps; ++i) {
     int op = static_cast<int>(rng() % static_cast<unsigned>(kinds));
     T v = random_value();
-    ops[i] = op;
-    operands[i] = v;
-    orders[i] = rmw_orders[rng() % 5];
-    cas_expected[i] = op == op_cas_hit ? model : (model == T(7) ? T(8) : T(7));
-    expected[i] =
+    p.ops[i] = op;
+    p.operands[i] = v;
+    p.orders[i] = rmw_orders[rng() % 5];
+    p.cas_expected[i] = op == op_cas_hit ? model : (model == T(7) ? T(8) : T(7));
+    p.expected[i] =
         (op == op_store || op == op_add || op == op_sub || op == op_bit_and || op == op_bit_or || op == op_bit_xor)
             ? T{}
             : model;
@@ -362,7 +384,31 @@ void device_model(symm::world& world) {
         }
     }
   }
-  expected[steps] = model;
+  p.expected[steps] = model;
+  return p;
+}
+
+template <class T>
+void check_against_model(int me, const model_plan<T>& p, const std::vector<T>& results, const char* where) {
+  const int steps = static_cast<int>(p.ops.size());
+  for (int i = 0; i <= steps; ++i) {
+    if (std::memcmp(&results[i], &p.expected[i], sizeof(T)) != 0) {
+      throw std::runtime_error(fmt::format("PE {}: step {} (op {}): {} returned {}, the model {}", me, i,
+                                           i < steps ? p.ops[i] : -1, where, results[i], p.expected[i]));
+    }
+  }
+}
+
+template <class T>
+void device_model(symm::world& world) {
+  constexpr bool integer = symm::atomic_integer<T>;
+  const int me = world.my_pe(), n = world.n_pes(), target = (me + 1) % n;
+  symm::array<T> slots(world, static_cast<std::size_t>(n));
+  world.barrier();
+  const int steps = 2000;
+  const auto plan =
+      plan_model<T>(symm_test::seed() ^ (static_cast<std::uint64_t>(me) << 20) ^ sizeof(T) ^ (integer ? 0 : 99), steps);
+  const auto& [ops, orders, operands, cas_expected, expected] = plan;
   int* d_ops = symm_gpu_test::device_copy_of(ops);
   int* d_orders = symm_gpu_test::device_copy_of(orders);
   T* d_operands = symm_gpu_test::device_copy_of(operands);
@@ -378,12 +424,7 @@ void device_model(symm::world& world) {
   GPU_CHECK(cudaStreamSynchronize(s.stream));
   auto results = symm_gpu_test::host_copy_of(d_results, steps + 1);
   PE_REQUIRE_EQ(errors.read(), 0u);
-  for (int i = 0; i <= steps; ++i) {
-    if (std::memcmp(&results[i], &expected[i], sizeof(T)) != 0) {
-      throw std::runtime_error(fmt::format("PE {}: step {} (op {}): the device returned {}, the model {}", me, i,
-                                           i < steps ? ops[i] : -1, results[i], expected[i]));
-    }
-  }
+  check_against_model(me, plan, results, "the device");
   for (void* p : {static_cast<void*>(d_ops), static_cast<void*>(d_orders), static_cast<void*>(d_operands),
                   static_cast<void*>(d_cas), static_cast<void*>(d_results)}) {
     GPU_CHECK(cudaFree(p));
@@ -405,6 +446,66 @@ __global__ void stream_consumer_kernel(symm::array_ref<std::uint32_t> regions, s
       std::size_t j = size - 1 - i;
       if (mine[j] != payload(seed, left, static_cast<std::uint64_t>(r), j)) atomicAdd(errors, 1u);
     }
+  }
+}
+
+// ---- host code on the CUDA backend: atomics (symm's one-thread kernel) and waits on GPU memory ---------------------
+
+//! The model of device_model, run from host code: every atomic is a launch of symm's kernel on the world's stream.
+template <class T>
+void host_model(symm::world& world) {
+  constexpr bool integer = symm::atomic_integer<T>;
+  const int me = world.my_pe(), n = world.n_pes(), target = (me + 1) % n;
+  symm::array<T> slots(world, static_cast<std::size_t>(n));
+  world.barrier();
+  const int steps = 400;
+  const auto plan = plan_model<T>(
+      symm_test::seed() ^ (static_cast<std::uint64_t>(me) << 20) ^ sizeof(T) ^ (integer ? 0 : 99) ^ 0x405u, steps);
+  const symm::array_ref<T> slots_ref = slots;
+  const symm::array_ref<const T> read_only = slots_ref;
+  auto r = symm::remote(slots, target)[static_cast<std::size_t>(me)];
+  auto cr = symm::remote(read_only, target)[static_cast<std::size_t>(me)];
+  std::vector<T> results(steps + 1);
+  for (int i = 0; i < steps; ++i) {
+    bool wrong = false;
+    results[i] = model_step<T>(r, cr, i, plan.ops[i], plan.operands[i], plan.cas_expected[i],
+                               static_cast<cuda::memory_order>(plan.orders[i]), wrong);
+    if (wrong) {
+      throw std::runtime_error(fmt::format("PE {}: step {}: host compare_exchange reported the wrong outcome", me, i));
+    }
+  }
+  results[steps] = r.load();
+  check_against_model(me, plan, results, "host code");
+  T plain = r; // a get (a copy) sees what the atomics left
+  PE_REQUIRE(std::memcmp(&plain, &plan.expected[steps], sizeof(T)) == 0);
+  world.barrier();
+}
+
+//! Every thread adds 1 to PE 0's counter `per_thread` times (the non-fetching form), while host code does the same.
+__global__ void device_adds_kernel(symm::scalar_ref<unsigned long long> counter, unsigned per_thread) {
+  auto target = symm::remote(counter, 0);
+  for (unsigned k = 0; k < per_thread; ++k)
+    target.add(1, cuda::memory_order_relaxed);
+}
+
+//! Block 0 sends `rounds` messages to the right neighbour with put_signal, each after the neighbour's host code has
+//! acknowledged the one before (through a host-side atomic store into this PE's ack).
+__global__ void
+signal_producer_kernel(symm::array_ref<std::uint32_t> buf, symm::array_ref<std::uint32_t> src, symm::signal_ref ready,
+                       symm::scalar_ref<unsigned long long> ack, std::uint64_t seed, int me, int right, int rounds) {
+  auto block = cg::this_thread_block();
+  const std::size_t max = buf.size();
+  for (int r = 1; r <= rounds; ++r) {
+    const auto round = static_cast<std::uint64_t>(r);
+    if (block.thread_rank() == 0) symm::wait_until(ack.local(), symm::cmp::ge, round - 1);
+    block.sync();
+    const std::size_t size = message_size(seed, me, round, max);
+    for (std::size_t i = block.thread_rank(); i < size; i += block.num_threads())
+      src.local()[i] = payload(seed, me, round, i);
+    block.sync();
+    symm::put_signal(block, symm::remote(buf, right).first(size), src.local().first(size), symm::remote(ready, right),
+                     round, symm::signal_op::set);
+    block.sync();
   }
 }
 
@@ -540,7 +641,7 @@ TEST_CASE("device atomics of every type match a sequential model", "[gpu][atomic
   }));
 }
 
-TEST_CASE("host code on the CUDA backend: put_signal on a stream; atomics and waits say to use device code",
+TEST_CASE("host code on the CUDA backend: put_signal on a stream; signal_op::add says to use device code",
           "[gpu][signal][host]") {
   CAPTURE(symm_test::seed());
   REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(4, [](symm::world& world) {
@@ -550,7 +651,6 @@ TEST_CASE("host code on the CUDA backend: put_signal on a stream; atomics and wa
     constexpr std::size_t region = 4096;
     symm::array<std::uint32_t> regions(world, rounds * region);
     symm::signal ready(world);
-    symm::scalar<int> flag(world);
     pe_stream consumer, producer;
     error_counter errors(consumer.stream);
     stream_consumer_kernel<<<1, 256, 0, consumer.stream>>>(
@@ -582,22 +682,240 @@ TEST_CASE("host code on the CUDA backend: put_signal on a stream; atomics and wa
     PE_REQUIRE_ERROR(symm::put_signal(symm::remote(regions, right).first(1), one, symm::remote(ready, right), 1,
                                       symm::signal_op::add),
                      symm::errc::unsupported, "signal_op::add", "device code");
-    PE_REQUIRE_ERROR((void) symm::remote(flag, right).fetch_add(1), symm::errc::unsupported, "fetch_add",
-                     "device code");
-    PE_REQUIRE_ERROR(symm::remote(flag, right).store(1), symm::errc::unsupported, "store");
-    PE_REQUIRE_ERROR((void) symm::remote(flag, right).load(), symm::errc::unsupported, "load");
-    PE_REQUIRE_ERROR((void) symm::signal_fetch(ready), symm::errc::unsupported, "signal_fetch");
-    PE_REQUIRE_ERROR((void) symm::signal_wait_until(ready, symm::cmp::ge, 1), symm::errc::unsupported,
-                     "signal_wait_until");
-    PE_REQUIRE_ERROR((void) symm::wait_until(flag, symm::cmp::eq, 1), symm::errc::unsupported, "wait_until",
-                     "GPU memory");
-    int* plain_device = nullptr;
-    GPU_CHECK(cudaMalloc(&plain_device, sizeof(int)));
-    PE_REQUIRE_ERROR((void) symm::test(plain_device, symm::cmp::eq, 1), symm::errc::unsupported, "symm::test");
-    GPU_CHECK(cudaFree(plain_device));
     // Host memory a kernel could write is fine to wait on from the host.
     int host_word = 3;
     PE_REQUIRE_EQ(symm::wait_until(host_word, symm::cmp::ge, 3), 3);
     world.barrier();
   }));
+}
+
+TEST_CASE("host atomics on the CUDA backend: every op of every type matches a sequential model",
+          "[gpu][atomics]["
+          "host]") {
+  CAPTURE(symm_test::seed());
+  REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(3, [](symm::world& world) {
+    host_model<std::int32_t>(world);
+    host_model<std::uint32_t>(world);
+    host_model<long long>(world);
+    host_model<unsigned long long>(world);
+    host_model<float>(world);
+    host_model<double>(world);
+  }));
+}
+
+TEST_CASE("host fetch_add on the CUDA backend from every PE, beside a kernel's adds: the counter ends exact",
+          "[gpu][atomics][host]") {
+  for (int n : {2, 4}) {
+    CAPTURE(n);
+    REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(n, [](symm::world& world) {
+      const int me = world.my_pe(), n_pes = world.n_pes();
+      constexpr unsigned per_pe = 480, blocks = 4, threads = 64, per_thread = 16; // 480: a multiple of 2, 3, 4, 8
+      symm::scalar<unsigned long long> counter(world);
+      symm::scalar<std::uint32_t> spread(world);
+      symm::array<std::uint64_t> all(world, static_cast<std::size_t>(per_pe) * static_cast<std::size_t>(n_pes));
+      pe_stream s;
+      zero(s.stream, &counter.local());
+      zero(s.stream, &spread.local());
+      GPU_CHECK(cudaStreamSynchronize(s.stream));
+      world.barrier();
+      device_adds_kernel<<<blocks, threads, 0, s.stream>>>(counter, per_thread); // runs while the host adds
+      GPU_CHECK(cudaGetLastError());
+      std::vector<std::uint64_t> olds(per_pe);
+      for (unsigned k = 0; k < per_pe; ++k) {
+        auto order = (k & 1) ? cuda::memory_order_relaxed : cuda::memory_order_seq_cst;
+        olds[k] = symm::remote(counter, 0).fetch_add(1, order);
+        symm::remote(spread, static_cast<int>((static_cast<unsigned>(me) + k) % static_cast<unsigned>(n_pes))).add(1u);
+      }
+      GPU_CHECK(cudaStreamSynchronize(s.stream));
+      symm::remote(all, 0).subspan(static_cast<std::size_t>(me) * per_pe, per_pe) = olds; // gather on PE 0
+      world.barrier();
+      const unsigned long long total =
+          static_cast<unsigned long long>(n_pes) * (per_pe + blocks * threads * per_thread);
+      PE_REQUIRE_EQ(symm::remote(counter, 0).load(), total);
+      PE_REQUIRE_EQ(symm::remote(spread, me).load(cuda::memory_order_acquire), per_pe); // an equal share each
+      if (me == 0) {
+        auto every = symm_gpu_test::local_to_host(all);
+        std::sort(every.begin(), every.end());
+        for (std::size_t i = 0; i < every.size(); ++i) {
+          PE_REQUIRE(every[i] < total);
+          if (i > 0) PE_REQUIRE(every[i] != every[i - 1]); // each old value returned once
+        }
+      }
+      world.barrier();
+    }));
+  }
+}
+
+TEST_CASE("host signal_wait_until and signal_fetch on the CUDA backend while a peer's kernel does put_signal",
+          "[gpu][signal][host]") {
+  CAPTURE(symm_test::seed());
+  for (int n : {2, 4}) {
+    CAPTURE(n);
+    REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(n, [](symm::world& world) {
+      const int me = world.my_pe(), n_pes = world.n_pes();
+      const int right = (me + 1) % n_pes, left = (me + n_pes - 1) % n_pes;
+      constexpr int rounds = 40;
+      const std::size_t max = std::size_t{1} << 14;
+      symm::array<std::uint32_t> buf(world, max), src(world, max);
+      symm::signal ready(world);
+      symm::scalar<unsigned long long> ack(world);
+      pe_stream s;
+      zero(s.stream, &ack.local());
+      GPU_CHECK(cudaStreamSynchronize(s.stream));
+      // Loading symm's host-side kernels and taking their pinned words can wait for the kernels running in the
+      // context: do it before the PEs' kernels wait for each other (a world prepares it when the CUDA backend calls
+      // detail::prepare_host_side_kernels; this keeps the test independent of that).
+      PE_REQUIRE_EQ(symm::remote(ack, me).load(), 0u);
+      PE_REQUIRE_EQ(symm::wait_until(ack, symm::cmp::eq, 0ull), 0u);
+      world.barrier();
+      PE_REQUIRE_EQ(symm::signal_fetch(ready), 0u);
+      signal_producer_kernel<<<1, 256, 0, s.stream>>>(buf, src, ready, ack, symm_test::seed(), me, right, rounds);
+      GPU_CHECK(cudaGetLastError());
+      for (int r = 1; r <= rounds; ++r) {
+        const auto round = static_cast<std::uint64_t>(r);
+        std::uint64_t seen = 0;
+        switch (r % 5) { // the stream-wait comparisons, the polled ones, and signal_fetch in a loop
+          case 0: seen = symm::signal_wait_until(ready, symm::cmp::ge, round); break;
+          case 1: seen = symm::signal_wait_until(ready, symm::cmp::eq, round); break;
+          case 2: seen = symm::signal_wait_until(ready, symm::cmp::gt, round - 1); break;
+          case 3: seen = symm::signal_wait_until(ready, symm::cmp::ne, round - 1); break;
+          default:
+            while ((seen = symm::signal_fetch(ready)) < round)
+              std::this_thread::yield();
+        }
+        PE_REQUIRE_EQ(seen, round); // the producer waits for our ack, so it cannot be ahead
+        const std::size_t size = message_size(symm_test::seed(), left, round, max);
+        auto got = symm_gpu_test::host_copy_of(buf.local().data(), size);
+        for (std::size_t i = 0; i < size; ++i) {
+          if (got[i] != payload(symm_test::seed(), left, round, i)) {
+            PE_REQUIRE_EQ(got[i], payload(symm_test::seed(), left, round, i));
+          }
+        }
+        symm::remote(ack, left).store(round, cuda::memory_order_release); // a host atomic into the producer's heap
+      }
+      GPU_CHECK(cudaStreamSynchronize(s.stream));
+      PE_REQUIRE_EQ(symm::signal_fetch(ready), static_cast<std::uint64_t>(rounds));
+      world.barrier();
+    }));
+  }
+}
+
+TEST_CASE("host waits on GPU memory (CUDA backend): every comparison, 4- and 8-byte words, the span forms",
+          "[gpu][wait][host]") {
+  REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(3, [](symm::world& world) {
+    const int me = world.my_pe(), n_pes = world.n_pes();
+    const int right = (me + 1) % n_pes;
+    constexpr int rounds = 12;
+    symm::scalar<std::int32_t> flag32(world);
+    symm::scalar<std::uint64_t> flag64(world);
+    symm::array<unsigned long long> slots(world, static_cast<std::size_t>(n_pes));
+    world.barrier();
+    // A token ring through host atomics: each PE waits on its own words (GPU memory) with a different comparison.
+    for (int r = 1; r <= rounds; ++r) {
+      const auto r64 = (static_cast<std::uint64_t>(r) << 40) | static_cast<std::uint64_t>(r);
+      if (me == 0) {
+        symm::remote(flag32, right).store(r);
+        symm::remote(flag64, right).store(r64);
+      }
+      const symm::cmp c32[] = {symm::cmp::eq, symm::cmp::ge, symm::cmp::gt, symm::cmp::ne};
+      const symm::cmp c64[] = {symm::cmp::ge, symm::cmp::eq, symm::cmp::ne, symm::cmp::gt};
+      const symm::cmp cmp32 = c32[r % 4], cmp64 = c64[r % 4];
+      const std::int32_t v32 = cmp32 == symm::cmp::eq || cmp32 == symm::cmp::ge ? r : r - 1;
+      const std::uint64_t v64 =
+          cmp64 == symm::cmp::eq || cmp64 == symm::cmp::ge
+              ? r64
+              : ((std::uint64_t(r) - 1) << 40) | std::uint64_t(r - 1);
+      PE_REQUIRE_EQ(symm::wait_until(flag32, cmp32, v32), r);
+      PE_REQUIRE_EQ(symm::wait_until(flag64, cmp64, v64), r64);
+      PE_REQUIRE(symm::test(flag32, symm::cmp::eq, r));
+      PE_REQUIRE(!symm::test(flag32, symm::cmp::lt, r));
+      PE_REQUIRE(symm::test(&flag64.local(), symm::cmp::le, r64));
+      if (me != 0) {
+        symm::remote(flag32, right).store(r);
+        symm::remote(flag64, right).store(r64);
+      }
+    }
+    world.barrier(); // every PE has checked the last round before its word comes down
+    // Lower bounds, polled: lt and le wait for a word to come down.
+    symm::remote(flag32, right).store(-5);
+    PE_REQUIRE_EQ(symm::wait_until(flag32, symm::cmp::lt, 0), -5);
+    PE_REQUIRE_EQ(symm::wait_until(flag32, symm::cmp::le, -5), -5);
+    world.barrier();
+    // The span forms over words every other PE stores into (my own slot left out).
+    for (int p = 0; p < n_pes; ++p) {
+      if (p != me) symm::remote(slots, p)[static_cast<std::size_t>(me)].store(7);
+    }
+    std::vector<int> status(static_cast<std::size_t>(n_pes), 0);
+    status[static_cast<std::size_t>(me)] = 1;
+    const cuda::std::span<const int> mask(status.data(), status.size());
+    std::vector<std::size_t> indices(static_cast<std::size_t>(n_pes));
+    const cuda::std::span<std::size_t> idx(indices.data(), indices.size());
+    symm::wait_until_all(slots.local(), symm::cmp::eq, 7ull, mask);
+    const std::size_t any = symm::wait_until_any(slots.local(), symm::cmp::eq, 7ull, mask);
+    PE_REQUIRE(any < static_cast<std::size_t>(n_pes) && any != static_cast<std::size_t>(me));
+    PE_REQUIRE_EQ(symm::wait_until_some(slots.local(), idx, symm::cmp::ge, 7ull, mask),
+                  static_cast<std::size_t>(n_pes - 1));
+    PE_REQUIRE(symm::test_all(slots.local(), symm::cmp::eq, 7ull, mask));
+    PE_REQUIRE(!symm::test_all(slots.local(), symm::cmp::eq, 7ull)); // my own slot is 0
+    PE_REQUIRE_EQ(symm::test_any(slots.local(), symm::cmp::gt, 7ull), symm::no_index);
+    PE_REQUIRE_EQ(symm::test_some(slots.local(), idx, symm::cmp::eq, 0ull), 1u);
+    PE_REQUIRE_EQ(indices[0], static_cast<std::size_t>(me));
+    // Device memory outside the heap is waited on the same way.
+    int* plain_device = nullptr;
+    GPU_CHECK(cudaMalloc(&plain_device, sizeof(int)));
+    GPU_CHECK(cudaMemset(plain_device, 0, sizeof(int)));
+    GPU_CHECK(cudaDeviceSynchronize());
+    PE_REQUIRE(symm::test(plain_device, symm::cmp::eq, 0));
+    PE_REQUIRE_EQ(symm::wait_until(plain_device, symm::cmp::ge, 0), 0);
+    GPU_CHECK(cudaFree(plain_device));
+    world.barrier();
+  }));
+}
+
+TEST_CASE("a host wait on GPU memory ends with peer_failed when the PE it waits for dies", "[gpu][wait][failure]") {
+  for (int kind = 0; kind < 4; ++kind) {
+    CAPTURE(kind);
+    // Threads (in a forked child, which keeps this process free of CUDA): PE 1 leaves by an exception, and its world
+    // marks it failed; PE 0 must notice while it waits, on a stream wait (eq, ge) or polling (ne, any).
+    REQUIRE_NOTHROW(symm::launch(1, [kind] {
+      std::atomic<int> noticed{0};
+      auto body = [&](symm::world& world) {
+        symm::scalar<std::int32_t> flag32(world);
+        symm::scalar<std::uint64_t> flag64(world);
+        symm::signal sig(world);
+        world.barrier();
+        if (world.my_pe() == 1) throw std::runtime_error("PE 1 gives up");
+        try {
+          switch (kind) {
+            case 0: symm::wait_until(flag32, symm::cmp::eq, 1); break;
+            case 1: symm::wait_until(flag64, symm::cmp::ne, 0); break;
+            case 2: symm::signal_wait_until(sig, symm::cmp::ge, 1); break;
+            default: (void) symm::wait_until_any(cuda::std::span<std::int32_t>(&flag32.local(), 1), symm::cmp::ne, 0);
+          }
+        } catch (const symm::error& e) {
+          if (e.code() == symm::errc::peer_failed) noticed = 1;
+          throw;
+        }
+      };
+      try {
+        symm::launch(2, body, {.mode = symm::launch_mode::threads, .world = symm_gpu_test::gpu_options()});
+      } catch (const std::exception& e) {
+        if (std::string(e.what()).find("PE 1 gives up") == std::string::npos) throw;
+      }
+      if (noticed != 1) throw std::runtime_error("PE 0's wait did not end with errc::peer_failed");
+    }));
+  }
+  // Processes: PE 1 vanishes without a word (as in a crash); PE 0 notices that its process is gone.
+  auto vanish = [](symm::world& world) {
+    symm::signal sig(world);
+    world.barrier();
+    if (world.my_pe() == 1) ::_exit(0);
+    (void) symm::signal_wait_until(sig, symm::cmp::ge, 1);
+  };
+  try {
+    symm::launch(2, vanish, {.mode = symm::launch_mode::processes, .world = symm_gpu_test::gpu_options()});
+    FAIL("the launch should have failed");
+  } catch (const symm::error& e) {
+    REQUIRE(std::string(e.what()).find("PE 0") != std::string::npos);
+  }
 }

@@ -148,9 +148,8 @@ symm::future<> on_stream(cudaStream_t stream, coll c, const symm::team& t, symm:
 
 //! A view of the first `count` elements of a (larger) symmetric array.
 template <class T>
-symm::array_ref<T> first(const symm::array<T>& a, std::size_t count, const symm::world& w) {
-  const auto r = a.ref();
-  return symm::array_ref<T>(r.world(), r.host_peers(), r.device_peers(), r.offset(), count, w.my_pe(), w.n_pes());
+symm::array_ref<T> first(const symm::array<T>& a, std::size_t count, const symm::world&) {
+  return a.ref().subarray(0, count);
 }
 
 //! One collective of `count` elements (per block for fcollect, alltoall and reduce_scatter) on team t, run by `s`,
@@ -181,6 +180,7 @@ void check(symm::world& w, const symm::team& t, coll c, std::size_t count, Op op
   auto src = first(src_store, src_size, w);
   auto dst = in_place ? src : first(dst_store, dst_size, w);
   const symm::array_ref<const T> from(src);
+  t.sync(); // every team PE's CUDA set-up is done before any collective kernel waits for it (gpu_support.cuh)
 
   if (s == scope::stream) {
     on_stream(cs, c, t, dst, from, op, root).wait();

@@ -215,6 +215,7 @@ TEST_CASE("device barriers order puts, on several channels from concurrent strea
       cudaStream_t s1, s2;
       GPU_CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
       GPU_CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+      world.barrier(); // every PE's CUDA set-up is done before any waiting kernel runs (gpu_support.cuh)
       // Two barrier sequences at once, on channels 1 and 2: they must not cross.
       barrier_rounds<<<1, 128, 0, s1>>>(a, world, 200, 1, errors);
       barrier_rounds<<<1, 32, 0, s2>>>(b, world, 200, 2, errors + 1);

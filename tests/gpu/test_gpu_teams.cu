@@ -10,7 +10,10 @@
 
 #include <cooperative_groups.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <string>
 #include <vector>
 
 namespace cg = cooperative_groups;
@@ -20,17 +23,27 @@ namespace {
 // Rounds of: put my round stamp into my slot on every team PE, team barrier, check every slot of the team holds this
 // round's stamps, team sync (nobody writes round r + 1 before every team PE checked round r). `delay_ns` slows the
 // team down, so that concurrent teams run at different speeds.
+// `progress` (mapped host memory, or null) says how far the kernel got: 10 r + 1 before round r's barrier, 10 r + 2
+// after it, readable by the host even after a trap ends the context.
 __global__ void team_barrier_rounds(symm::array_ref<std::uint64_t> slots, symm::team_ref t, int rounds, int channel,
-                                    unsigned delay_ns, unsigned* errors) {
+                                    unsigned delay_ns, unsigned* errors, unsigned* progress = nullptr) {
   auto block = cg::this_thread_block();
   const int me = t.my_pe(), n = t.n_pes();
+  auto mark = [&](unsigned value) {
+    if (progress != nullptr && block.thread_rank() == 0) {
+      *reinterpret_cast<volatile unsigned*>(progress) = value;
+      __threadfence_system();
+    }
+  };
   for (int r = 1; r <= rounds; ++r) {
+    mark(10u * static_cast<unsigned>(r) + 1u);
     if (delay_ns != 0 && block.thread_rank() == 0) __nanosleep(delay_ns);
     for (int i = static_cast<int>(block.thread_rank()); i < n; i += static_cast<int>(block.num_threads())) {
       symm::remote(slots, t.world_pe(i))[static_cast<std::size_t>(me)] =
           static_cast<std::uint64_t>(r) * 1000 + static_cast<std::uint64_t>(t.world_my_pe());
     }
     symm::barrier_all(block, t, channel);
+    mark(10u * static_cast<unsigned>(r) + 2u);
     for (int i = static_cast<int>(block.thread_rank()); i < n; i += static_cast<int>(block.num_threads())) {
       if (slots.local()[static_cast<std::size_t>(i)] !=
           static_cast<std::uint64_t>(r) * 1000 + static_cast<std::uint64_t>(t.world_pe(i))) {
@@ -88,6 +101,32 @@ struct gpu_counters {
   }
 };
 
+//! Where each of a PE's kernels got to (team_barrier_rounds' `progress`), in mapped host memory: a failing wait names
+//! the kernels that never started or stopped early, on every PE.
+struct kernel_progress {
+  unsigned* host = nullptr;
+  unsigned* device = nullptr;
+  int count;
+  explicit kernel_progress(int n) : count(n) {
+    GPU_CHECK(cudaHostAlloc(&host, static_cast<std::size_t>(n) * sizeof(unsigned), cudaHostAllocMapped));
+    std::fill(host, host + n, 0u);
+    GPU_CHECK(cudaHostGetDevicePointer(&device, host, 0));
+  }
+  kernel_progress(const kernel_progress&) = delete;
+  kernel_progress& operator=(const kernel_progress&) = delete;
+  ~kernel_progress() { cudaFreeHost(host); }
+  void check(int pe, cudaError_t status) const {
+    if (status == cudaSuccess) return;
+    std::string where;
+    for (int k = 0; k < count; ++k)
+      where += fmt::format(" kernel {}: {}", k, host[k]);
+    auto message = fmt::format("PE {}: {}; progress (10 round + 1 before its barrier, + 2 after):{}", pe,
+                               cudaGetErrorString(status), where);
+    std::fprintf(stderr, "%s\n", message.c_str()); // now: the job ends at the first PE's exception
+    throw std::runtime_error(message);
+  }
+};
+
 } // namespace
 
 TEST_CASE("team_ref in a kernel says what the host team says", "[gpu][teams]") {
@@ -124,11 +163,11 @@ TEST_CASE("device barriers of disjoint teams run at once and order puts", "[gpu]
       symm::array<std::uint64_t> b(world, static_cast<std::size_t>(n));
       symm::array<std::uint64_t> c(world, static_cast<std::size_t>(n));
       gpu_counters errors(3);
-      world.barrier(); // the arrays and counters are ready everywhere before any put
       cudaStream_t s1, s2, s3;
       GPU_CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
       GPU_CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
       GPU_CHECK(cudaStreamCreateWithFlags(&s3, cudaStreamNonBlocking));
+      world.barrier(); // arrays, counters and streams are ready everywhere before any put (gpu_support.cuh)
       // The even and the odd team at once on team channel 1, the odd one slower and with fewer threads. Beside them,
       // on team channel 1 too, the pairs: they share one PE with each parity team, and barriers are counted per pair
       // of PEs, so they may. And the world's own barrier on world channel 1, whose flags are not the teams'.
@@ -162,17 +201,23 @@ TEST_CASE("one device channel serves different teams one after another", "[gpu][
     for (int k = 0; k < 4; ++k)
       slots.emplace_back(world, static_cast<std::size_t>(n));
     gpu_counters errors(4);
-    world.barrier();
+    kernel_progress progress(4);
     cudaStream_t s;
     GPU_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     // Team channel 2 for all of them, in the same order on every PE: the parity teams make more barriers than the
-    // others, which a per-PE barrier count could not survive.
-    team_barrier_rounds<<<1, 64, 0, s>>>(slots[0], whole, 10, 2, 0u, errors.device);
-    team_barrier_rounds<<<1, 64, 0, s>>>(slots[1], parity, 37, 2, 0u, errors.device + 1);
-    team_barrier_rounds<<<1, 64, 0, s>>>(slots[2], row, 5, 2, 0u, errors.device + 2);
-    team_barrier_rounds<<<1, 64, 0, s>>>(slots[3], whole, 10, 2, 0u, errors.device + 3);
-    GPU_CHECK(cudaGetLastError());
-    GPU_CHECK(cudaStreamSynchronize(s));
+    // others, which a per-PE barrier count could not survive. One kernel at a time, all PEs together (a host barrier
+    // before each): what is tested is the flags that one team's barriers leave for the next team's.
+    const struct {
+      const symm::team* team;
+      int rounds;
+    } runs[] = {{&whole, 10}, {&parity, 37}, {&row, 5}, {&whole, 10}};
+    for (int k = 0; k < 4; ++k) {
+      world.barrier(); // every PE's CUDA set-up is done before any waiting kernel runs (gpu_support.cuh)
+      team_barrier_rounds<<<1, 64, 0, s>>>(slots[static_cast<std::size_t>(k)], *runs[k].team, runs[k].rounds, 2, 0u,
+                                           errors.device + k, progress.device + k);
+      GPU_CHECK(cudaGetLastError());
+      progress.check(me, cudaStreamSynchronize(s));
+    }
     errors.require_zero(me);
     GPU_CHECK(cudaStreamDestroy(s));
     world.barrier();

@@ -210,10 +210,7 @@ void check_movement(symm::world& w, const symm::team& t, std::size_t count, std:
 
   // The team's part of the world-sized arrays, as array_refs of the team's size.
   const std::size_t total = count * static_cast<std::size_t>(n);
-  auto part = [&](const symm::array<T>& a) {
-    return symm::array_ref<T>(a.ref().world(), a.ref().host_peers(), a.ref().device_peers(), a.offset(), total, me,
-                              w.n_pes());
-  };
+  auto part = [&](const symm::array<T>& a) { return a.ref().subarray(0, total); };
   symm::fcollect(t, part(gathered), src);
   for (std::size_t f = 0; f < total; ++f) {
     const T want = input<T>(stream, t.world_pe(static_cast<int>(f / count)), f % count, values::any);
@@ -410,11 +407,7 @@ TEST_CASE("collectives check their arguments and the PEs' calls", "[collectives]
     PE_REQUIRE_ERROR(symm::alltoall(t, six, seven), symm::errc::extent_mismatch, "dst has 6 and src 7");
     PE_REQUIRE_ERROR(symm::broadcast(t, six, six, 3), symm::errc::invalid_pe, "root 3", "0 to 2");
     PE_REQUIRE_ERROR(symm::reduce(t, six, six, symm::max{}, -1), symm::errc::invalid_pe, "root -1");
-    PE_REQUIRE_ERROR(
-        symm::fcollect(t, six,
-                       symm::array_ref<float>(six.ref().world(), six.ref().host_peers(), six.ref().device_peers(),
-                                              six.offset(), 2, me, world.n_pes())),
-        symm::errc::invalid_argument, "overlap");
+    PE_REQUIRE_ERROR(symm::fcollect(t, six, six.ref().subarray(0, 2)), symm::errc::invalid_argument, "overlap");
     // The PEs disagree: the agreement step reports every PE's call, on every PE.
     if (me == 0) {
       PE_REQUIRE_ERROR(symm::allreduce(t, six, six, symm::plus{}), symm::errc::allocation_mismatch,

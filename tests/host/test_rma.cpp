@@ -122,6 +122,32 @@ TEST_CASE("static extents and scalars", "[rma]") {
   }));
 }
 
+TEST_CASE("subarray and array_cast are symmetric views of part of an array", "[rma]") {
+  REQUIRE_NOTHROW(on_pes(2, [](symm::world& world) {
+    const int me = world.my_pe(), other = 1 - me;
+    symm::array<std::uint32_t> words(world, 64);
+    std::fill(words.local().begin(), words.local().end(), 0u);
+    world.barrier();
+    // Elements 10..13 of the peer's array, through a sub-array: the others stay untouched.
+    std::array<std::uint32_t, 4> four{1u, 2u, 3u, 4u};
+    symm::remote(words.ref().subarray(10, 4), other) = four;
+    // The last 8 bytes as one 64-bit word.
+    auto tail = symm::array_cast<std::uint64_t>(words.ref().subarray(62, 2));
+    PE_REQUIRE_EQ(tail.size(), 1u);
+    symm::remote(tail, other)[0] = std::uint64_t{0x0000000700000009u} + static_cast<std::uint64_t>(me);
+    world.barrier();
+    for (std::size_t i = 0; i < 62; ++i)
+      PE_REQUIRE_EQ(words.local()[i], i >= 10 && i < 14 ? static_cast<std::uint32_t>(i - 9) : 0u);
+    PE_REQUIRE_EQ(words.local()[62], 9u + static_cast<std::uint32_t>(other)); // little-endian halves
+    PE_REQUIRE_EQ(words.local()[63], 7u);
+    PE_REQUIRE_ERROR((void) words.ref().subarray(60, 5), symm::errc::invalid_argument, "subarray(60, 5)",
+                     "elements 60 to 65", "64 elements");
+    PE_REQUIRE_ERROR((void) symm::array_cast<std::uint64_t>(words.ref().subarray(1, 2)), symm::errc::invalid_argument,
+                     "alignment 8");
+    world.barrier();
+  }));
+}
+
 TEST_CASE("put_nbi and get_nbi complete through their futures and through quiet", "[rma][nbi]") {
   CAPTURE(symm_test::seed());
   REQUIRE_NOTHROW(on_pes(4, [](symm::world& world) {

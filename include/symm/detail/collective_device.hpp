@@ -216,34 +216,15 @@ template <class Group>
 SYMM_DEVICE void collective_flags_round(const Group& group, const team_ref& t, std::byte* const* peers,
                                         std::size_t flags_offset, int channel) {
   group.sync();
-  const int me = t.world_my_pe(), n = t.world_n_pes(), size = t.n_pes();
-  const int rank = static_cast<int>(group.thread_rank()), count = static_cast<int>(group.num_threads());
-  const auto flags = [&](int pe) {
+  const auto flags_of = [&](int pe) {
     auto* base = reinterpret_cast<std::byte*>(__ldg(reinterpret_cast<const unsigned long long*>(peers + pe)));
+    __builtin_assume(__isGlobal(base));
     return reinterpret_cast<std::uint64_t*>(base + flags_offset) +
-           static_cast<std::size_t>(channel) * 2 * static_cast<std::size_t>(n);
+           static_cast<std::size_t>(channel) * 2 * static_cast<std::size_t>(t.world_n_pes());
   };
-  std::uint64_t* mine = flags(me);
-  std::uint64_t* sent = mine + n;
-  if (rank < size) cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_system);
-  for (int i = rank; i < size; i += count) {
-    const int p = t.world_pe(i);
-    if (p == me) continue;
-    const std::uint64_t arrivals = ++sent[p];
-    cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(flags(p)[me]).store(arrivals, cuda::memory_order_relaxed);
-  }
-  for (int i = rank; i < size; i += count) {
-    const int p = t.world_pe(i);
-    if (p == me) continue;
-    const std::uint64_t expected = sent[p];
-    cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system> arrived(mine[p]);
-    device_wait_until([&] { return arrived.load(cuda::memory_order_relaxed) >= expected; },
-                      "a symm collective on a stream (do collectives of teams that share PEs run at once on different "
-                      "streams?)",
-                      me, p);
-  }
-  if (rank < size) cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
-  group.sync();
+  pair_barrier_round(group, t, flags_of,
+                     "a symm collective on a stream (do collectives of teams that share PEs run at once on different "
+                     "streams?)");
 }
 
 inline constexpr unsigned collective_stream_threads = 512;
@@ -258,7 +239,7 @@ __global__ void __launch_bounds__(collective_stream_threads)
   const int channel = static_cast<int>(blockIdx.x);
   collective_flags_round(block, body.team, peers, flags_offset, channel);
   body(blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x);
-  if (body.pushes()) cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);
+  // Stores into peers (pushes()) are completed by the round's release fence, cumulative through its block barrier.
   collective_flags_round(block, body.team, peers, flags_offset, channel);
 }
 

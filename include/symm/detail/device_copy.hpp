@@ -47,14 +47,31 @@ copy_aligned(unsigned rank, unsigned count, unsigned char* dst, const unsigned c
   copy_bytes(rank, count, dst + done, src + done, bytes - done);
 }
 
-SYMM_DEVICE inline void group_copy(unsigned rank, unsigned count, void* dst_, const void* src_, std::size_t bytes) {
-  auto* dst = static_cast<unsigned char*>(dst_);
-  auto* src = static_cast<const unsigned char*>(src_);
+//! Any alignment: the widest access both pointers allow after a byte head. Out of line, so that the common case
+//! below stays a short loop: inlined, this dispatch cost ~60 ns per call in a loop of small copies on an H200.
+SYMM_DEVICE __noinline__ inline void
+group_copy_unaligned(unsigned rank, unsigned count, unsigned char* dst, const unsigned char* src, std::size_t bytes) {
   auto misalignment = (reinterpret_cast<std::uintptr_t>(dst) ^ reinterpret_cast<std::uintptr_t>(src));
   if ((misalignment & 15) == 0) copy_aligned<16, int4>(rank, count, dst, src, bytes);
   else if ((misalignment & 7) == 0) copy_aligned<8, int2>(rank, count, dst, src, bytes);
   else if ((misalignment & 3) == 0) copy_aligned<4, int>(rank, count, dst, src, bytes);
   else copy_bytes(rank, count, dst, src, bytes);
+}
+
+//! Both pointers 16-byte aligned (symmetric arrays start 256-byte aligned) is the case to make fast: 16-byte vectors,
+//! then a byte tail (one byte per thread; a single thread copying the tail in 8/4/2/1-byte pieces measured slower on
+//! an H200), the shape of a hand-written copy loop. Anything else goes to group_copy_unaligned.
+SYMM_DEVICE SYMM_FORCEINLINE void
+group_copy(unsigned rank, unsigned count, void* dst_, const void* src_, std::size_t bytes) {
+  auto* dst = static_cast<unsigned char*>(dst_);
+  auto* src = static_cast<const unsigned char*>(src_);
+  if (((reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src)) & 15) == 0) [[likely]] {
+    const std::size_t vectors = bytes / 16, done = vectors * 16;
+    copy_vectors(rank, count, reinterpret_cast<int4*>(dst), reinterpret_cast<const int4*>(src), vectors);
+    copy_bytes(rank, count, dst + done, src + done, bytes - done);
+    return;
+  }
+  group_copy_unaligned(rank, count, dst, src, bytes);
 }
 
 //! What every group-scoped put and get does: `group`'s threads copy the first min(dst_bytes, src_bytes) bytes.

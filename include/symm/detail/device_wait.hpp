@@ -12,6 +12,8 @@
 #endif
 
 #if SYMM_CUDA_COMPILATION()
+#  include <cuda/atomic>
+
 SYMM_BEGIN_NAMESPACE
 namespace detail {
 
@@ -29,6 +31,18 @@ SYMM_DEVICE SYMM_FORCEINLINE std::uint64_t global_timer_ns() {
   __builtin_unreachable();
 }
 
+//! The same for a wait on a counter, with what it saw and what it waited for (which tells a missing arrival from a
+//! barrier that two callers share by mistake).
+[[noreturn]] SYMM_DEVICE __noinline__ inline void
+report_count_deadlock(const char* what, int me, int peer, unsigned long long seen, unsigned long long wanted) {
+  ::printf("symm: PE %d waited %llu ms in %s for PE %d (block %d, thread %d; count %llu, waiting for %llu): "
+           "probable deadlock, trapping\n",
+           me, static_cast<unsigned long long>(SYMM_DEVICE_WAIT_TIMEOUT_NS / 1000000), what, peer,
+           static_cast<int>(blockIdx.x), static_cast<int>(threadIdx.x), seen, wanted);
+  __trap();
+  __builtin_unreachable();
+}
+
 //! Spins until done() holds. The clock is first read after 1024 polls and then every 1024, so a wait that ends soon
 //! costs its polls alone (a %globaltimer read is slow next to a poll).
 template <class Done>
@@ -39,6 +53,20 @@ SYMM_DEVICE SYMM_FORCEINLINE void device_wait_until(Done&& done, const char* wha
     std::uint64_t now = global_timer_ns();
     if (start == 0) start = now;
     else if (now - start > SYMM_DEVICE_WAIT_TIMEOUT_NS) report_deadlock(what, me, peer);
+  }
+}
+
+//! Spins until the counter reaches `wanted`. The polls are acquire loads: an acquire fence after the wait would cost
+//! a second system-wide memory barrier per barrier round (MEMBAR.SYS; an acquire load is a load and an L1 invalidate).
+template <class AtomicRef>
+SYMM_DEVICE SYMM_FORCEINLINE void
+device_wait_for_count(const AtomicRef& counter, std::uint64_t wanted, const char* what, int me, int peer) {
+  std::uint64_t start = 0, seen;
+  for (unsigned polls = 1; (seen = counter.load(cuda::memory_order_acquire)) < wanted; ++polls) {
+    if ((polls & 1023u) != 0) continue;
+    std::uint64_t now = global_timer_ns();
+    if (start == 0) start = now;
+    else if (now - start > SYMM_DEVICE_WAIT_TIMEOUT_NS) report_count_deadlock(what, me, peer, seen, wanted);
   }
 }
 

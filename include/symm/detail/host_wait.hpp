@@ -9,7 +9,8 @@
 // of 4-byte words, a store by a kernel into host memory) is noticed when the sleep times out: sleeps start at 50 us and
 // grow to 5 ms. 8-byte words cannot be futex words, so those waits spin with std::this_thread::yield().
 // Either way, every few milliseconds the waiter checks that the other PEs are alive (detail::liveness), so a wait for
-// a PE that died ends in errc::peer_failed instead of hanging.
+// a PE that died ends in errc::peer_failed instead of hanging. Words in GPU memory (the cuda backend's heap) cannot be
+// read by a CPU thread: detail/backend/cuda/host_atomics_wait.hpp waits on those, with the same liveness checks.
 #pragma once
 
 #include <symm/detail/control_segment.hpp>
@@ -30,15 +31,19 @@
 SYMM_BEGIN_NAMESPACE
 namespace detail {
 
-//! Throws errc::unsupported unless host code can touch the heap of `world` with atomics (the host backend).
+//! Throws errc::unsupported when host code cannot do atomics on the heap of `world`. On the host backend they are CPU
+//! atomics; on the cuda backend the heap is GPU memory, which a CPU thread cannot update atomically, so host code runs
+//! them in a one-thread kernel (detail/backend/cuda/host_atomics.hpp), which only a translation unit compiled with
+//! the CUDA backend (SYMM_ENABLE_CUDA=1) has: a program whose world was made elsewhere can reach this without it.
 inline void require_host_atomics(const world_state* world, int pe, std::string_view what) {
-  if (world->kind() != symm::backend::host) {
-    SYMM_THROW(errc::unsupported,
-               "PE {}: {} on PE {} was called from host code, but on the {} backend the symmetric "
-               "heap is GPU memory, which a CPU thread cannot access atomically; call it from device code (a "
-               "kernel), where it is one atomic instruction, or use the host backend (SYMM_BACKEND=host)",
-               world->my_pe(), what, pe, to_string(world->kind()));
-  }
+  if (world->kind() == symm::backend::host) return;
+  if (SYMM_CUDA_BACKEND() && world->kind() == symm::backend::cuda) return;
+  SYMM_THROW(errc::unsupported,
+             "PE {}: {} on PE {} was called from host code on the {} backend, whose symmetric heap is GPU memory; "
+             "host code reaches it through a one-thread kernel, but this translation unit was compiled without the "
+             "CUDA backend (SYMM_ENABLE_CUDA=0). Compile it with SYMM_ENABLE_CUDA=1, call it from device code (a "
+             "kernel), or use the host backend (SYMM_BACKEND=host)",
+             world->my_pe(), what, pe, to_string(world->kind()));
 }
 
 //! The PE whose heap holds `address` as mapped by this PE, or -1 for memory outside every heap.
@@ -51,27 +56,23 @@ inline int heap_owner(const world_state& world, const void* address) {
   return -1;
 }
 
-//! Throws errc::unsupported when host code cannot read `address` with atomic loads: heap or device memory on the CUDA
-//! backend. Host memory (a pinned flag a kernel writes, say) is fine on either backend.
-inline void require_host_readable(const world_state& world, const void* address, std::string_view what) {
-  if (world.kind() == symm::backend::host) return;
-  bool device = heap_owner(world, address) >= 0;
+//! Whether host code must reach `address` through the GPU (copies, wait kernels: detail/backend/cuda/
+//! host_atomics_wait.hpp) rather than with CPU loads: the heap on the cuda backend, or other device memory. Host memory
+//! (a pinned flag a kernel writes, say) is read directly on either backend; on the host backend nothing is GPU memory
+//! that symm could reach (that world has no GPU of its own).
+inline bool in_gpu_memory(const world_state& world, const void* address) {
+  if (world.kind() == symm::backend::host) return false;
+  if (heap_owner(world, address) >= 0) return true;
 #if SYMM_CUDA_BACKEND()
-  if (!device) {
-    cudaPointerAttributes attributes{};
-    if (cudaPointerGetAttributes(&attributes, address) != cudaSuccess) {
-      (void) cudaGetLastError();
-    } else {
-      device = attributes.type == cudaMemoryTypeDevice;
-    }
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, address) != cudaSuccess) {
+    (void) cudaGetLastError();
+    return false;
   }
+  return attributes.type == cudaMemoryTypeDevice;
+#else
+  return false;
 #endif
-  if (device) {
-    SYMM_THROW(errc::unsupported,
-               "PE {}: {} in host code on a word in GPU memory ({} backend): a CPU thread cannot "
-               "wait on device memory; wait in device code (a kernel), or on host memory, or use the host backend",
-               world.my_pe(), what, to_string(world.kind()));
-  }
 }
 
 //! After a host-side write of `address` (in PE `pe`'s heap): wakes the threads asleep on it, if any. Only 4-byte words

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <symm/detail/backend/cuda/check.hpp>
+#include <symm/detail/backend/cuda/host_atomics_kernels.hpp>
+#include <symm/detail/backend/cuda/module_loading.hpp>
 #include <symm/detail/backend/cuda/vmm_segment.hpp>
 #include <symm/detail/bootstrap/bootstrap.hpp>
 #include <symm/detail/completion.hpp>
@@ -18,8 +20,10 @@
 SYMM_BEGIN_NAMESPACE
 namespace detail {
 
-//! How many GPUs this process sees; 0 when there is no usable driver or device (never throws).
+//! How many GPUs this process sees; 0 when there is no usable driver or device (never throws). symm's first CUDA call
+//! (backend choice, heap creation), so it asks for eager module loading first (module_loading.hpp).
 inline int cuda_device_count() noexcept {
+  request_eager_module_loading();
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
     (void) cudaGetLastError();
@@ -67,6 +71,10 @@ public:
                  job.pe, device_, count);
     }
     SYMM_TRY_CUDA(cudaSetDevice(device_));
+    warn_if_lazy_module_loading(job.pe);
+    // Loading symm's host-side kernels and pinning their words can wait for running kernels: do it now, before any
+    // kernel of this job runs (see module_loading.hpp).
+    prepare_host_side_kernels(device_);
     SYMM_TRY_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
 
     segment_.emplace(device_, heap_bytes);

@@ -40,6 +40,12 @@ struct driver_api {
   PFN_cuPointerGetAttribute_v4000 cuPointerGetAttribute = nullptr;
   PFN_cuDeviceGet_v2000 cuDeviceGet = nullptr;
   PFN_cuDeviceGetAttribute_v2000 cuDeviceGetAttribute = nullptr;
+  // Host-side atomics and waits on the CUDA backend (host_atomics.hpp, host_atomics_wait.hpp): a PTX module of symm's
+  // own, launched without the runtime knowing it.
+  PFN_cuCtxGetCurrent_v4000 cuCtxGetCurrent = nullptr;
+  PFN_cuModuleLoadData_v2000 cuModuleLoadData = nullptr;
+  PFN_cuModuleGetFunction_v2000 cuModuleGetFunction = nullptr;
+  PFN_cuLaunchKernel_v4000 cuLaunchKernel = nullptr;
 };
 
 //! "13.0" for 13000; "unknown" when the runtime cannot tell (no driver at all).
@@ -103,6 +109,10 @@ inline const driver_api& driver() {
     SYMM_LOAD_DRIVER_ENTRY_POINT(cuPointerGetAttribute);
     SYMM_LOAD_DRIVER_ENTRY_POINT(cuDeviceGet);
     SYMM_LOAD_DRIVER_ENTRY_POINT(cuDeviceGetAttribute);
+    SYMM_LOAD_DRIVER_ENTRY_POINT(cuCtxGetCurrent);
+    SYMM_LOAD_DRIVER_ENTRY_POINT(cuModuleLoadData);
+    SYMM_LOAD_DRIVER_ENTRY_POINT(cuModuleGetFunction);
+    SYMM_LOAD_DRIVER_ENTRY_POINT(cuLaunchKernel);
 #undef SYMM_LOAD_DRIVER_ENTRY_POINT
     return t;
   }();

@@ -1,0 +1,132 @@
+// symm/detail/backend/cuda/host_atomics.hpp: pe_ref's atomics called from host code. On the host backend they are CPU
+// atomics on the shared mapping (pe_ref.hpp does those itself); on the CUDA backend the heap is GPU memory, which a CPU
+// thread cannot update atomically, so the atomic runs in a kernel of one thread.
+//
+// The kernel is symm's own PTX (host_atomics_ptx.hpp, generated from tools/host_atomics_kernels.cu), loaded with the
+// driver once per process and device (host_atomics_kernels.hpp) and launched with cuLaunchKernel: no __global__ in a
+// header that g++ also compiles, no -rdc, nothing for the user to link. It does the atomic at system scope on the
+// address as this PE maps it (its own heap or a peer's), seq_cst whatever order was asked (stronger is always correct,
+// and the launch and the wait cost far more than the order could save), and writes the old value into a pinned host
+// word of the calling thread. The launch goes on the world's stream, after the world's earlier host-issued work, and
+// the call waits for it: like every blocking host operation, the atomic is complete (and visible to every PE) when it
+// returns.
+//
+// Cost: a launch and a stream synchronisation, some microseconds; atomics in a kernel are one instruction each.
+#pragma once
+
+#include <symm/detail/config.hpp>
+#include <symm/detail/host_wait.hpp>
+#include <symm/detail/world_state.hpp>
+#include <symm/error.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+#include <type_traits>
+
+#if SYMM_CUDA_BACKEND()
+#  include <symm/detail/backend/cuda/check.hpp>
+#  include <symm/detail/backend/cuda/driver.hpp>
+#  include <symm/detail/backend/cuda/host_atomics_kernels.hpp>
+
+#  include <cuda.h>
+#  include <cuda_runtime_api.h>
+#endif
+
+SYMM_BEGIN_NAMESPACE
+namespace detail {
+
+//! Every atomic of pe_ref. The values are the kernel's op codes (tools/host_atomics_kernels.cu): keep them in step.
+enum class atomic_op : int { load, store, exchange, compare_exchange, add, sub, bit_and, bit_or, bit_xor, min, max };
+
+//! The element types the kernel knows, by the same codes as the kernel.
+enum class atomic_type_code : int { i32, u32, i64, u64, f32, f64 };
+
+template <class T>
+constexpr atomic_type_code atomic_type_code_of() noexcept {
+  using U = std::remove_cv_t<T>;
+  if constexpr (std::is_same_v<U, float>) return atomic_type_code::f32;
+  else if constexpr (std::is_same_v<U, double>) return atomic_type_code::f64;
+  else if constexpr (sizeof(U) == 4) return std::is_signed_v<U> ? atomic_type_code::i32 : atomic_type_code::u32;
+  else return std::is_signed_v<U> ? atomic_type_code::i64 : atomic_type_code::u64;
+}
+
+template <class T>
+std::uint64_t atomic_bits(const T& value) noexcept {
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  return bits;
+}
+
+template <class T>
+T atomic_from_bits(std::uint64_t bits) noexcept {
+  T value;
+  std::memcpy(&value, &bits, sizeof(T));
+  return value;
+}
+
+#if SYMM_CUDA_BACKEND()
+
+//! Runs `op` on the element of type `type` at `address` (as this PE maps it) in the kernel; returns the old value's
+//! bits (0 for a store). Complete when it returns.
+inline std::uint64_t run_host_atomic(world_state& world, const void* address, atomic_type_code type, atomic_op op,
+                                     std::uint64_t operand, std::uint64_t expected) {
+  cuda_heap& heap = *world.cuda();
+  context_scope on(heap.device());
+  CUfunction function = host_kernels_of(heap.device()).atomic;
+  unsigned long long* result = &thread_host_side_words().result;
+  *result = 0;
+  auto target = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(address));
+  unsigned long long operand_bits = operand, expected_bits = expected;
+  int type_code = static_cast<int>(type), op_code = static_cast<int>(op);
+  void* params[] = {&target, &operand_bits, &expected_bits, &result, &type_code, &op_code};
+  SYMM_TRY_CU(driver().cuLaunchKernel(
+      function, 1, 1, 1, 1, 1, 1, 0, reinterpret_cast<CUstream>(heap.stream()), params, nullptr));
+  SYMM_TRY_CUDA(cudaStreamSynchronize(heap.stream()));
+  return *result;
+}
+
+//! A fetching or non-fetching atomic (not compare_exchange) from host code on the CUDA backend; returns the old value.
+template <class T>
+T cuda_host_atomic(world_state& world, const T* address, atomic_op op, T operand) {
+  return atomic_from_bits<T>(
+      run_host_atomic(world, address, atomic_type_code_of<T>(), op, atomic_bits(operand), std::uint64_t{0}));
+}
+
+//! compare_exchange from host code on the CUDA backend, with std::atomic's contract: stores `desired` and returns true
+//! when the value equals `expected` bitwise, otherwise writes the value seen into `expected` and returns false.
+template <class T>
+bool cuda_host_compare_exchange(world_state& world, T* address, T& expected, T desired) {
+  const std::uint64_t want = atomic_bits(expected);
+  const std::uint64_t seen = run_host_atomic(
+      world, address, atomic_type_code_of<T>(), atomic_op::compare_exchange, atomic_bits(desired), want);
+  if (seen == want) return true;
+  expected = atomic_from_bits<T>(seen);
+  return false;
+}
+
+#endif // SYMM_CUDA_BACKEND()
+
+//! An atomic from host code on a backend whose heap the CPU cannot reach with atomics of its own: the CUDA backend's
+//! kernel when this translation unit has it, otherwise errc::unsupported (require_host_atomics says what to do).
+template <class T>
+T host_side_atomic(world_state* world, int pe, const T* address, atomic_op op, T operand, std::string_view what) {
+#if SYMM_CUDA_BACKEND()
+  if (world->kind() == symm::backend::cuda) return cuda_host_atomic<T>(*world, address, op, operand);
+#endif
+  require_host_atomics(world, pe, what);
+  (void) address, (void) op;
+  return operand;
+}
+template <class T>
+bool host_side_compare_exchange(world_state* world, int pe, T* address, T& expected, T desired, std::string_view what) {
+#if SYMM_CUDA_BACKEND()
+  if (world->kind() == symm::backend::cuda) return cuda_host_compare_exchange<T>(*world, address, expected, desired);
+#endif
+  require_host_atomics(world, pe, what);
+  (void) address, (void) expected, (void) desired;
+  return false;
+}
+
+} // namespace detail
+SYMM_END_NAMESPACE
