@@ -31,6 +31,16 @@
 SYMM_BEGIN_NAMESPACE
 namespace detail {
 
+//! The error of require_host_atomics: host code reached a heap it has no atomics for.
+[[noreturn]] inline void throw_no_host_atomics(const world_state* world, int pe, std::string_view what) {
+  SYMM_THROW(errc::unsupported,
+             "PE {}: {} on PE {} was called from host code on the {} backend, whose symmetric heap is GPU memory; "
+             "host code reaches it through a one-thread kernel, but this translation unit was compiled without the "
+             "CUDA backend (SYMM_ENABLE_CUDA=0). Compile it with SYMM_ENABLE_CUDA=1, call it from device code (a "
+             "kernel), or use the host backend (SYMM_BACKEND=host)",
+             world->my_pe(), what, pe, to_string(world->kind()));
+}
+
 //! Throws errc::unsupported when host code cannot do atomics on the heap of `world`. On the host backend they are CPU
 //! atomics; on the cuda backend the heap is GPU memory, which a CPU thread cannot update atomically, so host code runs
 //! them in a one-thread kernel (detail/backend/cuda/host_atomics.hpp), which only a translation unit compiled with
@@ -38,12 +48,7 @@ namespace detail {
 inline void require_host_atomics(const world_state* world, int pe, std::string_view what) {
   if (world->kind() == symm::backend::host) return;
   if (SYMM_CUDA_BACKEND() && world->kind() == symm::backend::cuda) return;
-  SYMM_THROW(errc::unsupported,
-             "PE {}: {} on PE {} was called from host code on the {} backend, whose symmetric heap is GPU memory; "
-             "host code reaches it through a one-thread kernel, but this translation unit was compiled without the "
-             "CUDA backend (SYMM_ENABLE_CUDA=0). Compile it with SYMM_ENABLE_CUDA=1, call it from device code (a "
-             "kernel), or use the host backend (SYMM_BACKEND=host)",
-             world->my_pe(), what, pe, to_string(world->kind()));
+  throw_no_host_atomics(world, pe, what);
 }
 
 //! The PE whose heap holds `address` as mapped by this PE, or -1 for memory outside every heap.

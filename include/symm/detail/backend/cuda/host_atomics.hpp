@@ -114,18 +114,18 @@ T host_side_atomic(world_state* world, int pe, const T* address, atomic_op op, T
 #if SYMM_CUDA_BACKEND()
   if (world->kind() == symm::backend::cuda) return cuda_host_atomic<T>(*world, address, op, operand);
 #endif
-  require_host_atomics(world, pe, what);
-  (void) address, (void) op;
-  return operand;
+  // Only called for a world whose heap the CPU cannot reach: without the CUDA backend in this translation unit, that
+  // is an error, never a silent return.
+  (void) address, (void) op, (void) operand;
+  throw_no_host_atomics(world, pe, what);
 }
 template <class T>
 bool host_side_compare_exchange(world_state* world, int pe, T* address, T& expected, T desired, std::string_view what) {
 #if SYMM_CUDA_BACKEND()
   if (world->kind() == symm::backend::cuda) return cuda_host_compare_exchange<T>(*world, address, expected, desired);
 #endif
-  require_host_atomics(world, pe, what);
   (void) address, (void) expected, (void) desired;
-  return false;
+  throw_no_host_atomics(world, pe, what);
 }
 
 } // namespace detail
