@@ -290,13 +290,14 @@ __global__ void __launch_bounds__(coll_threads) raw_gather(coll_args a) {
   coll_barrier(a, a.epoch + 2);
 }
 
-// allreduce, one shot: every PE reads its share of the vector from every PE and reduces it into its own dst.
-__global__ void __launch_bounds__(coll_threads) raw_allreduce_one_shot(coll_args a) {
+// Pull and reduce: every PE reads a.bytes from `src_offset` of every PE's src and reduces them into its own dst. The
+// one-shot allreduce (offset 0: the whole vector) and reduce_scatter (offset pe x bytes: PE p's block).
+__global__ void __launch_bounds__(coll_threads) raw_reduce_pull(coll_args a, std::size_t src_offset) {
   if (!coll_barrier(a, a.epoch + 1)) return;
   std::size_t lo, hi;
   block_range(a.bytes / 16, lo, hi);
   auto* out = reinterpret_cast<float4*>(a.dst.p[a.pe]);
-  reduce_range(a, 0, lo, hi, [out](std::size_t i, float4 v) { out[i] = v; });
+  reduce_range(a, src_offset, lo, hi, [out](std::size_t i, float4 v) { out[i] = v; });
   coll_barrier(a, a.epoch + 2);
 }
 
@@ -314,16 +315,6 @@ __global__ void __launch_bounds__(coll_threads) raw_allreduce_two_shot(coll_args
       reinterpret_cast<float4*>(a.dst.p[q])[i] = v;
     }
   });
-  coll_barrier(a, a.epoch + 2);
-}
-
-// reduce_scatter: PE p reduces block p of every PE's src into its own dst.
-__global__ void __launch_bounds__(coll_threads) raw_reduce_scatter(coll_args a) {
-  if (!coll_barrier(a, a.epoch + 1)) return;
-  std::size_t lo, hi;
-  block_range(a.bytes / 16, lo, hi);
-  auto* out = reinterpret_cast<float4*>(a.dst.p[a.pe]);
-  reduce_range(a, std::size_t(a.pe) * a.bytes, lo, hi, [out](std::size_t i, float4 v) { out[i] = v; });
   coll_barrier(a, a.epoch + 2);
 }
 
@@ -685,12 +676,11 @@ void collective_points(context& c, const heap& h, std::size_t region) {
   const int cap_bcast = cap_of(reinterpret_cast<const void*>(raw_broadcast));
   const int cap_fcollect = cap_of(reinterpret_cast<const void*>(raw_gather<false>));
   const int cap_alltoall = cap_of(reinterpret_cast<const void*>(raw_gather<true>));
-  const int cap_one = cap_of(reinterpret_cast<const void*>(raw_allreduce_one_shot));
+  const int cap_pull = cap_of(reinterpret_cast<const void*>(raw_reduce_pull));
   const int cap_two = cap_of(reinterpret_cast<const void*>(raw_allreduce_two_shot));
-  const int cap_rs = cap_of(reinterpret_cast<const void*>(raw_reduce_scatter));
   c.note("collective grids capped at %d..%d blocks of %d threads (%d PEs per GPU)",
-         std::min({cap_bcast, cap_fcollect, cap_alltoall, cap_one, cap_two, cap_rs}),
-         std::max({cap_bcast, cap_fcollect, cap_alltoall, cap_one, cap_two, cap_rs}), coll_threads, c.pes_per_device());
+         std::min({cap_bcast, cap_fcollect, cap_alltoall, cap_pull, cap_two}),
+         std::max({cap_bcast, cap_fcollect, cap_alltoall, cap_pull, cap_two}), coll_threads, c.pes_per_device());
   auto grids = [](std::size_t work, int cap) {
     std::vector<int> g;
     for (std::size_t per : {16 * KiB, 128 * KiB}) {
@@ -736,16 +726,18 @@ void collective_points(context& c, const heap& h, std::size_t region) {
           break;
         case coll_kind::allreduce:
           if (sh.bytes <= one_shot_max_bytes)
-            for (int g : grids(sh.bytes, cap_one))
+            for (int g : grids(sh.bytes, cap_pull))
               add("one-shot", g,
-                  [s](const coll_args& a, int grid) { raw_allreduce_one_shot<<<grid, coll_threads, 0, s>>>(a); });
+                  [s](const coll_args& a, int grid) { raw_reduce_pull<<<grid, coll_threads, 0, s>>>(a, 0); });
           for (int g : grids(sh.bytes / n, cap_two))
             add("two-shot", g,
                 [s](const coll_args& a, int grid) { raw_allreduce_two_shot<<<grid, coll_threads, 0, s>>>(a); });
           break;
         case coll_kind::reduce_scatter:
-          for (int g : grids(sh.block, cap_rs))
-            add("pull", g, [s](const coll_args& a, int grid) { raw_reduce_scatter<<<grid, coll_threads, 0, s>>>(a); });
+          for (int g : grids(sh.block, cap_pull))
+            add("pull", g, [s](const coll_args& a, int grid) {
+              raw_reduce_pull<<<grid, coll_threads, 0, s>>>(a, std::size_t(a.pe) * a.bytes);
+            });
           break;
       }
       return vs;

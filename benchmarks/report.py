@@ -126,6 +126,16 @@ def fmt(x, ratio_col=False):
     return f"{x:.4f}"
 
 
+def print_grid(header, body, out):
+    """A right-aligned text table: the header, a rule, then the rows."""
+    widths = [max(len(str(row[k])) for row in [header] + body) for k in range(len(header))]
+    line = lambda cells: " | ".join(str(c).rjust(w) for c, w in zip(cells, widths))
+    print(line(header), file=out)
+    print("-+-".join("-" * w for w in widths), file=out)
+    for row in body:
+        print(line(row), file=out)
+
+
 def print_tables(impls, tables, out=sys.stdout):
     shown = [i for i in IMPL_ORDER] + [i for i in impls if i not in IMPL_ORDER]
     ratio_cols = [f"{a}/{b}" for a, b in RATIOS]
@@ -139,12 +149,7 @@ def print_tables(impls, tables, out=sys.stdout):
                 for p in t["points"]]
         if len(t["points"]) > 1:
             body.append(["geomean"] + [""] * len(shown) + [fmt(t["geomean"][c], True) for c in ratio_cols])
-        widths = [max(len(str(row[k])) for row in [header] + body) for k in range(len(header))]
-        line = lambda cells: " | ".join(str(c).rjust(w) for c, w in zip(cells, widths))
-        print(line(header), file=out)
-        print("-+-".join("-" * w for w in widths), file=out)
-        for row in body:
-            print(line(row), file=out)
+        print_grid(header, body, out)
 
 
 def print_pes_summary(tables, out=sys.stdout):
@@ -161,12 +166,7 @@ def print_pes_summary(tables, out=sys.stdout):
     header = ["benchmark / scope", "PEs", "sizes"] + ratio_cols
     body = [[f"{t['benchmark']} / {t['scope']}", str(t["pes"]), str(len(t["points"]))]
             + [fmt(t["geomean"][c], True) for c in ratio_cols] for t in multi]
-    widths = [max(len(str(row[k])) for row in [header] + body) for k in range(len(header))]
-    line = lambda cells: " | ".join(str(c).rjust(w) for c, w in zip(cells, widths))
-    print(line(header), file=out)
-    print("-+-".join("-" * w for w in widths), file=out)
-    for row in body:
-        print(line(row), file=out)
+    print_grid(header, body, out)
 
 
 def write_plots(impls, tables, directory):

@@ -268,7 +268,7 @@ stream_collective_entry(cudaStream_t stream, const team& t, const Dst& dst, cons
   check_collective_args(s, C, d.size, s_.size, d.offset, s_.offset, sizeof(T), root);
   const collective_body<C, T, Op> body{t.ref(), d, s_, op, root, use_two_shot(C, d.bytes(), d.offset == s_.offset)};
   collective_stream_kernel<<<collective_stream_blocks(d.bytes() + s_.bytes()), collective_stream_threads, 0, stream>>>(
-      body, w.device_peer_bases(), w.collective_flags_offset());
+      body, w.collective_flags_offset());
   SYMM_TRY_CUDA(cudaGetLastError());
   return future<>(std::make_shared<stream_completion>(stream));
 }

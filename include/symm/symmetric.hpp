@@ -4,6 +4,7 @@
 
 #include <symm/concepts.hpp>
 #include <symm/detail/device_check.hpp>
+#include <symm/detail/peer_table.hpp>
 #include <symm/world.hpp>
 
 #include <cuda/std/span>
@@ -58,17 +59,9 @@ public:
   [[nodiscard]] SYMM_HOST_DEVICE constexpr int my_pe() const noexcept { return my_pe_; }
   [[nodiscard]] SYMM_HOST_DEVICE constexpr int n_pes() const noexcept { return n_pes_; }
 
-  //! Address of element 0 on PE `pe` in this PE's mapping: the one pointer computation all of symm is built on.
-  //! In device code the table is read through the read-only cache and the result is known to be global memory: the
-  //! compiler may then hoist the read out of loops (a remote store cannot change it) and emit LDG/STG, not LD/ST.
+  //! Address of element 0 on PE `pe` in this PE's mapping (detail::peer_base says how the table is read).
   [[nodiscard]] SYMM_HOST_DEVICE T* address_on(int pe) const noexcept {
-    NV_IF_TARGET(NV_IS_DEVICE, ({
-                   auto* base = reinterpret_cast<std::byte*>(
-                       __ldg(reinterpret_cast<const unsigned long long*>(device_peers_ + pe)));
-                   __builtin_assume(__isGlobal(base));
-                   return reinterpret_cast<T*>(base + offset_);
-                 }),
-                 (return reinterpret_cast<T*>(host_peers_[pe] + offset_);))
+    return reinterpret_cast<T*>(detail::peer_base(host_peers_, device_peers_, pe) + offset_);
   }
 
   //! Elements [first, first + count) as a symmetric array of their own: the same elements on every PE. Host code

@@ -2,6 +2,7 @@
 // trivially copyable device view symm::team_ref, and the barriers over a team's PEs on the host and in kernels.
 #pragma once
 
+#include <symm/detail/peer_table.hpp>
 #include <symm/detail/team_state.hpp>
 #include <symm/group.hpp>
 
@@ -203,19 +204,16 @@ public:
   [[nodiscard]] SYMM_HOST_DEVICE constexpr int start() const noexcept { return pes_.start; }
   [[nodiscard]] SYMM_HOST_DEVICE constexpr int stride() const noexcept { return pes_.stride; }
 
-  //! Channel `channel`'s team barrier flags on world PE `pe`: world_n_pes() arrival counts (word q counts world PE q's
-  //! arrivals at pe), then pe's counts of its own arrivals at each world PE. Shared by every team.
-  [[nodiscard]] SYMM_HOST_DEVICE std::uint64_t* barrier_flags(int pe, int channel) const noexcept {
-    std::byte* base = nullptr;
-    // __ldg: the table is read-only, and a plain load would be repeated after every acquire; global: STG/LDG, not
-    // ST/LD.
-    NV_IF_TARGET(
-        NV_IS_DEVICE,
-        (base = reinterpret_cast<std::byte*>(__ldg(reinterpret_cast<const unsigned long long*>(device_peers_ + pe)));
-         __builtin_assume(__isGlobal(base));),
-        (base = host_peers_[pe];))
-    return reinterpret_cast<std::uint64_t*>(base + flags_offset_) +
+  //! Channel `channel`'s pair-counted barrier flags on world PE `pe`, in the flag area at heap offset `area`:
+  //! world_n_pes() arrival counts (word q counts world PE q's arrivals at pe), then pe's counts of its own arrivals at
+  //! each world PE. The teams' device barriers use their own area (barrier_flags); symm's stream collectives another.
+  [[nodiscard]] SYMM_HOST_DEVICE std::uint64_t* pair_flags(int pe, std::size_t area, int channel) const noexcept {
+    return reinterpret_cast<std::uint64_t*>(detail::peer_base(host_peers_, device_peers_, pe) + area) +
            static_cast<std::size_t>(channel) * 2 * static_cast<std::size_t>(world_n_pes_);
+  }
+  //! Channel `channel`'s team barrier flags on world PE `pe`. Shared by every team.
+  [[nodiscard]] SYMM_HOST_DEVICE std::uint64_t* barrier_flags(int pe, int channel) const noexcept {
+    return pair_flags(pe, flags_offset_, channel);
   }
 
 private:

@@ -2,6 +2,7 @@
 // my_pe / n_pes in device code).
 #pragma once
 
+#include <symm/detail/peer_table.hpp>
 #include <symm/world.hpp>
 
 #include <cstdint>
@@ -23,13 +24,7 @@ public:
 
   //! Channel `channel`'s flags on PE `pe`: n_pes() arrival words, then that PE's epoch counter.
   [[nodiscard]] SYMM_HOST_DEVICE std::uint64_t* barrier_flags(int pe, int channel) const noexcept {
-    std::byte* base = nullptr;
-    NV_IF_TARGET(
-        NV_IS_DEVICE,
-        (base = reinterpret_cast<std::byte*>(__ldg(reinterpret_cast<const unsigned long long*>(device_peers_ + pe)));
-         __builtin_assume(__isGlobal(base));),
-        (base = host_peers_[pe];))
-    return reinterpret_cast<std::uint64_t*>(base + system_offset_) +
+    return reinterpret_cast<std::uint64_t*>(detail::peer_base(host_peers_, device_peers_, pe) + system_offset_) +
            static_cast<std::size_t>(channel) * (static_cast<std::size_t>(n_pes_) + 1);
   }
 

@@ -89,13 +89,7 @@ struct sym_buffer {
 
   //! Element 0 on world PE `pe`, in this PE's mapping (the device table in device code, the host table otherwise).
   [[nodiscard]] SYMM_HOST_DEVICE T* on(int pe) const noexcept {
-    NV_IF_TARGET(NV_IS_DEVICE, ({
-                   auto* base = reinterpret_cast<std::byte*>(
-                       __ldg(reinterpret_cast<const unsigned long long*>(device_peers + pe)));
-                   __builtin_assume(__isGlobal(base));
-                   return reinterpret_cast<T*>(base + offset);
-                 }),
-                 (return reinterpret_cast<T*>(host_peers[pe] + offset);))
+    return reinterpret_cast<T*>(peer_base(host_peers, device_peers, pe) + offset);
   }
   [[nodiscard]] SYMM_HOST_DEVICE std::size_t bytes() const noexcept { return size * sizeof(T); }
 };

@@ -213,15 +213,9 @@ SYMM_DEVICE void device_collective(const Group& group, const team_ref& t, sym_bu
 //! One barrier round of the stream kernels, on symm's own flags (world_state::collective_flags_offset()), laid out and
 //! counted per pair of PEs like the teams' device barriers: block b of every PE of the team meets on channel b.
 template <class Group>
-SYMM_DEVICE void collective_flags_round(const Group& group, const team_ref& t, std::byte* const* peers,
-                                        std::size_t flags_offset, int channel) {
+SYMM_DEVICE void collective_flags_round(const Group& group, const team_ref& t, std::size_t flags_offset, int channel) {
   group.sync();
-  const auto flags_of = [&](int pe) {
-    auto* base = reinterpret_cast<std::byte*>(__ldg(reinterpret_cast<const unsigned long long*>(peers + pe)));
-    __builtin_assume(__isGlobal(base));
-    return reinterpret_cast<std::uint64_t*>(base + flags_offset) +
-           static_cast<std::size_t>(channel) * 2 * static_cast<std::size_t>(t.world_n_pes());
-  };
+  const auto flags_of = [&](int pe) { return t.pair_flags(pe, flags_offset, channel); };
   pair_barrier_round(group, t, flags_of,
                      "a symm collective on a stream (do collectives of teams that share PEs run at once on different "
                      "streams?)");
@@ -234,13 +228,13 @@ inline constexpr unsigned collective_stream_threads = 512;
 //! every block of every PE of the team has passed its exit round: the data is complete, and every src was read.
 template <class Body>
 __global__ void __launch_bounds__(collective_stream_threads)
-    collective_stream_kernel(Body body, std::byte* const* peers, std::size_t flags_offset) {
+    collective_stream_kernel(Body body, std::size_t flags_offset) {
   const auto block = cooperative_groups::this_thread_block();
   const int channel = static_cast<int>(blockIdx.x);
-  collective_flags_round(block, body.team, peers, flags_offset, channel);
+  collective_flags_round(block, body.team, flags_offset, channel);
   body(blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x);
   // Stores into peers (pushes()) are completed by the round's release fence, cumulative through its block barrier.
-  collective_flags_round(block, body.team, peers, flags_offset, channel);
+  collective_flags_round(block, body.team, flags_offset, channel);
 }
 
 //! Blocks of the stream kernel for a collective whose buffers hold `bytes` in all: one per 256 KiB, at most one per
