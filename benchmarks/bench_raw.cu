@@ -165,6 +165,23 @@ raw_pingpong_signal(unsigned long long* my_sig, unsigned long long* their_sig, u
   }
 }
 
+// pingpong_signal, scope "thread_staged": the same, but the payload goes through a local word first (store it, load it
+// back, store that into the peer), as a put-with-signal from a source buffer does (symm's and NVSHMEM's): the measured
+// cost of staging, which tells how much of their gap to the direct store above comes from it.
+__global__ void raw_pingpong_signal_staged(
+    unsigned long long* my_sig, unsigned long long* their_sig, unsigned long long* their_payload,
+    unsigned long long* stage, int pe, unsigned long long base, long long iters, int* err) {
+  for (long long i = 1; i <= iters; ++i) {
+    unsigned long long v = base + static_cast<unsigned long long>(i);
+    if (pe != 0 && !wait_geq([&] { return ld_acquire_sys(my_sig); }, v, err)) return;
+    *reinterpret_cast<volatile unsigned long long*>(stage) = v;
+    *reinterpret_cast<volatile unsigned long long*>(their_payload) =
+        *reinterpret_cast<volatile unsigned long long*>(stage);
+    st_release_sys(their_sig, v);
+    if (pe == 0 && !wait_geq([&] { return ld_acquire_sys(my_sig); }, v, err)) return;
+  }
+}
+
 // barrier_lat: a 2-PE barrier — release-store my epoch into the peer's flag, acquire-wait for the peer's epoch in
 // mine. Thread scope on <<<1, 1>>>, block scope on <<<1, 128>>> (thread 0 talks, the block syncs around it).
 __global__ void raw_barrier(int* mine, int* theirs, int base, long long iters, int* err) {
@@ -631,6 +648,22 @@ void two_sided_points(context& c, const buffers& b) {
         c.stream, c.opt, c.opt.lat_target_ms, &c.link);
     check_err(err, "pingpong_signal");
     emit("pingpong_signal", "thread", 8, m);
+  }
+  if (c.opt.wants("pingpong_signal", "thread_staged")) {
+    set_step("raw pingpong_signal thread_staged");
+    unsigned long long seq = 1ull << 40; // above every value of the direct form: the signal words only grow
+    auto* mine = b.at<unsigned long long>(b.ctrl, ctrl_layout::signal);
+    auto* theirs = b.at<unsigned long long>(b.pctrl, ctrl_layout::signal);
+    auto* payload = b.at<unsigned long long>(b.pctrl, ctrl_layout::payload);
+    auto* stage = b.at<unsigned long long>(b.ctrl, ctrl_layout::payload) + 1;
+    measurement m = measure(
+        [&](long long n) {
+          raw_pingpong_signal_staged<<<1, 1, 0, c.stream>>>(mine, theirs, payload, stage, c.pe, seq, n, err);
+          seq += static_cast<unsigned long long>(n);
+        },
+        c.stream, c.opt, c.opt.lat_target_ms, &c.link);
+    check_err(err, "pingpong_signal thread_staged");
+    emit("pingpong_signal", "thread_staged", 8, m);
   }
   int bar_seq = 0; // shared by both barrier scopes: the flags only grow
   for (const char* scope : {"thread", "block"}) {

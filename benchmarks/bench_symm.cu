@@ -360,18 +360,21 @@ int main(int argc, char** argv) {
   symm::detail::ensure_private_dir(job_dir);
   std::string token = fmt::format("{:016x}", std::random_device{}() * 0x9E3779B97F4A7C15ull);
 
-  context c = start(argc, argv, "symm");
+  // Built with symm_nvshmem_dep (bench_symm_nvshmem), the same rows run on the nvshmem backend, as impl "symm-nvshmem".
+  constexpr symm::backend backend = SYMM_NVSHMEM_BACKEND() ? symm::backend::nvshmem : symm::backend::cuda;
+  context c = start(argc, argv, SYMM_NVSHMEM_BACKEND() ? "symm-nvshmem" : "symm");
   symm::detail::launched_job = symm::detail::job_info{c.pe, c.npes(), c.pe, c.npes(), job_dir, token, "bench_symm"};
   std::size_t region = (c.opt.max_bytes + 2 * MiB - 1) / (2 * MiB) * (2 * MiB);
   int rc = 0;
   {
-    symm::world world({.backend = symm::backend::cuda, .heap_size = 2 * region + 8 * MiB, .device = c.device});
+    symm::world world({.backend = backend, .heap_size = 2 * region + 8 * MiB, .device = c.device});
     symm::array<char> src(world, region), dst(world, region);
     symm::array<int> words(world, 4096);
     symm::signal signal(world);
     int* sink = nullptr;
     BENCH_CUDA(cudaMalloc(&sink, sizeof(int)));
-    c.note("symm world: %d PEs, cuda backend, heap %zu bytes per PE", world.n_pes(), world.heap_size());
+    c.note("symm world: %d PEs, %s backend, heap %zu bytes per PE", world.n_pes(), to_string(backend).data(),
+           world.heap_size());
 
     set_step("buffer initialisation");
     BENCH_CUDA(cudaMemsetAsync(dst.local().data(), 0, dst.size_bytes(), c.stream));

@@ -25,8 +25,10 @@ import os
 import sys
 
 COLUMNS = ["impl", "benchmark", "scope", "pes", "bytes", "iters", "median_us", "min_us", "p90_us", "gbps"]
-IMPL_ORDER = ["symm", "raw", "nvshmem"]
+IMPL_ORDER = ["symm", "raw", "nvshmem", "symm-nvshmem"]
 RATIOS = [("symm", "raw"), ("symm", "nvshmem"), ("raw", "nvshmem")]
+# symm on its nvshmem backend (bench_symm_nvshmem), when it ran: against symm on the cuda backend and against NVSHMEM.
+NVSHMEM_BACKEND_RATIOS = [("symm-nvshmem", "symm"), ("symm-nvshmem", "nvshmem")]
 
 
 def is_bandwidth(benchmark):
@@ -82,6 +84,8 @@ def human_bytes(n):
 def build_tables(rows):
     impls = [i for i in IMPL_ORDER if any(r["impl"] == i for r in rows)]
     impls += sorted({r["impl"] for r in rows} - set(impls))
+    if "symm-nvshmem" in impls:
+        RATIOS.extend(r for r in NVSHMEM_BACKEND_RATIOS if r not in RATIOS)
     groups = {}
     for r in rows:
         key = (r["benchmark"], r["scope"], r["pes"])
@@ -137,7 +141,7 @@ def print_grid(header, body, out):
 
 
 def print_tables(impls, tables, out=sys.stdout):
-    shown = [i for i in IMPL_ORDER] + [i for i in impls if i not in IMPL_ORDER]
+    shown = [i for i in IMPL_ORDER if i in impls or i != "symm-nvshmem"] + [i for i in impls if i not in IMPL_ORDER]
     ratio_cols = [f"{a}/{b}" for a, b in RATIOS]
     print("Ratios > 1 mean the left implementation is better: bandwidth ratios are left/right, latency ratios "
           "right/left.", file=out)

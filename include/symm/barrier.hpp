@@ -55,6 +55,7 @@ SYMM_END_NAMESPACE
 // Device code: barriers across PEs from one group (a block, a warp or one thread) per PE. Each channel is an
 // independent barrier, so barriers issued by kernels on different streams never cross: give each its own channel.
 #if SYMM_CUDA_COMPILATION()
+#  include <symm/detail/backend/nvshmem/device_rma.hpp>
 #  include <symm/detail/device_wait.hpp>
 #  include <symm/group.hpp>
 #  include <symm/world_ref.hpp>
@@ -100,9 +101,9 @@ SYMM_DEVICE SYMM_FORCEINLINE void barrier_round(const Group& group, const world_
   using flag = cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>;
   if (flags.first_remote != nullptr) {
     cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_system);
-    flag(*flags.first_remote).store(epoch, cuda::memory_order_relaxed);
+    store_arrival(flags.first_remote, epoch);
     for (int k = rank + count; k < n - 1; k += count) {
-      flag(w.barrier_flags((me + 1 + k) % n, channel)[me]).store(epoch, cuda::memory_order_relaxed);
+      store_arrival(&w.barrier_flags((me + 1 + k) % n, channel)[me], epoch);
     }
     for (int k = rank; k < n - 1; k += count) {
       const int p = (me + 1 + k) % n;

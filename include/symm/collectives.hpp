@@ -257,11 +257,20 @@ stream_collective_entry(cudaStream_t stream, const team& t, const Dst& dst, cons
   using T = std::remove_cv_t<buffer_element<Dst>>;
   team_state& s = collective_team(t.state(), C);
   world_state& w = s.world();
-  if (w.kind() != symm::backend::cuda) {
+  if (!heap_on_gpu(w.kind())) {
     SYMM_THROW(errc::unsupported,
                "PE {}: {}(stream, team, ...) runs a kernel, but this world uses the {} backend, "
                "whose heap is host memory; call {}(team, ...)",
                w.my_pe(), collective_name(C), to_string(w.kind()), collective_name(C));
+  }
+  for (int pe : s.members()) {
+    if (!w.mapped(pe)) {
+      SYMM_THROW(errc::unsupported,
+                 "PE {}: {}(stream, team, ...) on {}, which has PE {}: this GPU reaches PE {} only through NVSHMEM RMA "
+                 "(another node), and symm's collectives need every team PE mapped (on one node) on the nvshmem "
+                 "backend",
+                 w.my_pe(), collective_name(C), s.name(), pe, pe);
+    }
   }
   const auto d = host_sym_buffer<T>(dst);
   const auto s_ = host_sym_buffer<const T>(src);

@@ -95,6 +95,13 @@ void launch(int n_pes, Fn&& fn, const launch_options& options = {}) {
   if (n_pes < 1 || n_pes > 4096) {
     SYMM_THROW(errc::invalid_argument, "symm::launch: n_pes = {} is not in [1, 4096]", n_pes);
   }
+  if (SYMM_NVSHMEM_BACKEND() && options.mode == launch_mode::threads &&
+      detail::choose_backend(options.world) == backend::nvshmem) {
+    SYMM_THROW(errc::unsupported,
+               "symm::launch: {} PEs as threads on the nvshmem backend: NVSHMEM has one PE per process; use "
+               "launch_mode::processes (or the cuda backend for PEs as threads)",
+               n_pes);
+  }
   detail::launch_job job(n_pes);
   if (options.mode == launch_mode::threads) {
     std::vector<std::exception_ptr> failures(static_cast<std::size_t>(n_pes));

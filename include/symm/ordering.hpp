@@ -6,9 +6,11 @@
 //   after it reach the same PE. Nothing is promised about completion.
 // - quiet(): every put, p, get and non-blocking operation this PE issued (host) or this thread issued (device) before
 //   it is complete: puts are visible at their targets, gets have landed.
-// In device code both are a system-scope fence, because a peer may be another process or another GPU.
+// In device code both are a system-scope fence, because a peer may be another process or another GPU; on the NVSHMEM
+// backend also nvshmem_quiet() / nvshmem_fence(), for the peers reached through NVSHMEM RMA.
 #pragma once
 
+#include <symm/detail/backend/nvshmem/device_rma.hpp>
 #include <symm/detail/world_state.hpp>
 
 #include <cuda/atomic>
@@ -18,7 +20,10 @@ SYMM_BEGIN_NAMESPACE
 //! Completes every operation issued before it (see above). Host: acts on the thread's current world and throws
 //! errc::not_initialized without one. Device: a system-scope fence of the calling thread.
 SYMM_HOST_DEVICE inline void quiet() {
-  NV_IF_TARGET(NV_IS_DEVICE, (cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);),
+  NV_IF_TARGET(NV_IS_DEVICE, ({
+                 cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);
+                 detail::rma_quiet();
+               }),
                (detail::require_current_world("symm::quiet()").quiet();))
 }
 
@@ -27,11 +32,14 @@ SYMM_HOST_DEVICE inline void quiet() {
 //! thread while blocking puts, p's, atomics and put_signal run on the caller's, so a later blocking put could land
 //! before an earlier put_nbi; fence() therefore completes the outstanding non-blocking copies (a quiet, which is a
 //! valid fence, and free when none is outstanding). Device: a system-scope release fence.
-SYMM_HOST_DEVICE inline void fence() {
-  NV_IF_TARGET(NV_IS_DEVICE, (cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_system);), ({
-                 auto& world = detail::require_current_world("symm::fence()");
-                 if (world.kind() == backend::host) world.quiet();
-               }))
-}
+SYMM_HOST_DEVICE inline void fence(){
+    NV_IF_TARGET(NV_IS_DEVICE, ({
+                   cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_system);
+                   detail::rma_fence();
+                 }),
+                 ({
+                   auto& world = detail::require_current_world("symm::fence()");
+                   if (world.kind() == backend::host) world.quiet();
+                 }))}
 
 SYMM_END_NAMESPACE

@@ -4,6 +4,7 @@
 #include <symm/atomic.hpp>
 #include <symm/concepts.hpp>
 #include <symm/detail/backend/cuda/host_atomics.hpp>
+#include <symm/detail/backend/nvshmem/device_rma.hpp>
 #include <symm/detail/host_wait.hpp>
 #include <symm/detail/world_state.hpp>
 
@@ -42,7 +43,11 @@ public:
   //! Put of one element: writes `value` into the element on PE pe(). Complete when it returns (host) or ordered by
   //! fence()/quiet() like any store (device).
   SYMM_HOST_DEVICE const pe_ref& operator=(const value_type& value) const requires(!std::is_const_v<T>) {
-    NV_IF_TARGET(NV_IS_DEVICE, (*address_ = value;), ({
+    NV_IF_TARGET(NV_IS_DEVICE, ({
+                   if (detail::is_rma_address(address_)) detail::rma_p(address_, value);
+                   else *address_ = value;
+                 }),
+                 ({
                    world_->copy(address_, &value, sizeof(T));
                    if (world_->kind() == backend::host) detail::wake_waiters(world_, pe_, address_); // a waiting flag
                  }))
@@ -51,13 +56,18 @@ public:
 
   //! Get of one element: reads the element on PE pe().
   SYMM_HOST_DEVICE value_type get() const {
-    NV_IF_TARGET(NV_IS_DEVICE, (return *address_;), ({
-                   value_type value;
-                   world_->copy(&value, address_, sizeof(T));
-                   return value;
-                 }))
+      NV_IF_TARGET(NV_IS_DEVICE, ({
+                     if (detail::is_rma_address(address_)) return detail::rma_g(address_);
+                     return *address_;
+                   }),
+                   ({
+                     value_type value;
+                     world_->copy(&value, address_, sizeof(T));
+                     return value;
+                   }))} SYMM_HOST_DEVICE
+  operator value_type() const {
+    return get();
   }
-  SYMM_HOST_DEVICE operator value_type() const { return get(); }
 
   // ---- atomics (symm/atomic.hpp): system scope. Host code on the host backend: CPU atomics on the shared mapping;
   // on the CUDA backend: a one-thread kernel on the world's stream (detail/backend/cuda/host_atomics.hpp) ----
@@ -69,6 +79,10 @@ public:
       NV_IF_TARGET(NV_IS_HOST, (if (world_->kind() != backend::host) {
                      return detail::host_side_atomic<value_type>(
                          world_, pe_, address_, detail::atomic_op::load, value_type{}, "pe_ref::load");
+                   }))
+      NV_IF_TARGET(NV_IS_DEVICE, (if (detail::is_rma_address(address_)) {
+                     return detail::rma_atomic<value_type>(
+                         const_cast<value_type*>(address_), detail::atomic_op::load, value_type{}, value_type{}, order);
                    }))
       return detail::system_atomic(address_).load(order);
     } else {
@@ -85,6 +99,11 @@ public:
                          world_, pe_, address_, detail::atomic_op::store, desired, "pe_ref::store");
                      return;
                    }))
+      NV_IF_TARGET(
+          NV_IS_DEVICE, (if (detail::is_rma_address(address_)) {
+            (void) detail::rma_atomic<value_type>(address_, detail::atomic_op::store, desired, value_type{}, order);
+            return;
+          }))
       detail::system_atomic(address_).store(desired, order);
       NV_IF_TARGET(NV_IS_HOST, (detail::wake_waiters(world_, pe_, address_);))
     }
@@ -103,6 +122,13 @@ public:
       NV_IF_TARGET(NV_IS_HOST, (if (world_->kind() != backend::host) {
                      return detail::host_side_compare_exchange<value_type>(
                          world_, pe_, address_, expected, desired, "pe_ref::compare_exchange");
+                   }))
+      NV_IF_TARGET(NV_IS_DEVICE, (if (detail::is_rma_address(address_)) {
+                     const value_type seen = detail::rma_atomic<value_type>(
+                         address_, detail::atomic_op::compare_exchange, desired, expected, order);
+                     if (detail::atomic_bits(seen) == detail::atomic_bits(expected)) return true;
+                     expected = seen;
+                     return false;
                    }))
       bool stored = detail::system_atomic(address_).compare_exchange_strong(
           expected, desired, order, detail::failure_order(order));
@@ -215,6 +241,9 @@ private:
     if constexpr ((any_value ? atomic_value<T> : atomic_integer<T>) &&!std::is_const_v<T>) {
       NV_IF_TARGET(NV_IS_HOST, (if (world_->kind() != backend::host) {
                      return detail::host_side_atomic<value_type>(world_, pe_, address_, Op, operand, what);
+                   }))
+      NV_IF_TARGET(NV_IS_DEVICE, (if (detail::is_rma_address(address_)) {
+                     return detail::rma_atomic<value_type>(address_, Op, operand, value_type{}, order);
                    }))
       auto atom = detail::system_atomic(address_);
       value_type old{};

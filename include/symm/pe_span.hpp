@@ -2,7 +2,9 @@
 #pragma once
 
 #include <symm/concepts.hpp>
+#include <symm/detail/backend/nvshmem/device_rma.hpp>
 #include <symm/detail/world_state.hpp>
+#include <symm/group.hpp>
 #include <symm/pe_ref.hpp>
 
 #include <cuda/std/span>
@@ -107,8 +109,12 @@ public:
                   "symm: put between static extents that differ (remote(a, pe) = b needs a.size() == b.size())");
     NV_IF_TARGET(NV_IS_DEVICE, ({
                    auto* src = source.data();
-                   for (std::size_t i = 0; i < size(); ++i)
-                     address_[i] = src[i];
+                   if (detail::is_rma_address(address_)) {
+                     detail::rma_group_copy(single_thread{}, address_, src, size_bytes());
+                   } else {
+                     for (std::size_t i = 0; i < size(); ++i)
+                       address_[i] = src[i];
+                   }
                  }),
                  ({
                    detail::check_same_extent(size(), std::ranges::size(source), pe_, "put");

@@ -97,6 +97,7 @@ public:
   //! Every thread of the group calls it: the operation is complete (visible at the target) when it returns.
   SYMM_DEVICE void wait() const {
     cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);
+    detail::rma_quiet();
     if constexpr (detail::syncs_after_bulk<Group>) group_.sync();
   }
 
@@ -137,7 +138,7 @@ SYMM_BEGIN_NAMESPACE
 
 namespace detail {
 inline void require_cuda_backend(const world_state* world, const char* what) {
-  if (world->kind() != backend::cuda) {
+  if (!heap_on_gpu(world->kind())) {
     SYMM_THROW(errc::unsupported, "PE {}: {} orders work on a CUDA stream, but this world uses the {} backend",
                world->my_pe(), what, to_string(world->kind()));
   }
@@ -155,7 +156,7 @@ template <class T, std::size_t E, class Range>
                   "differ");
     detail::require_cuda_backend(dst.world(), "symm::put(stream, ...)");
     detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put(stream, ...)");
-    return future<>(detail::cuda_heap::copy_on(stream, dst.address(), std::ranges::data(source), dst.size_bytes()));
+    return future<>(dst.world()->cuda()->copy_on(stream, dst.address(), std::ranges::data(source), dst.size_bytes()));
   }
 
 //! Get ordered on `stream`; the future completes when `destination` holds the data.
@@ -168,7 +169,7 @@ template <class Range, class T, std::size_t E>
     detail::require_cuda_backend(src.world(), "symm::get(stream, ...)");
     detail::check_same_extent(src.size(), std::ranges::size(destination), src.pe(), "get(stream, ...)");
     return future<>(
-        detail::cuda_heap::copy_on(stream, std::ranges::data(destination), src.address(), src.size_bytes()));
+        src.world()->cuda()->copy_on(stream, std::ranges::data(destination), src.address(), src.size_bytes()));
   }
 
 SYMM_END_NAMESPACE

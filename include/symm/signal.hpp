@@ -32,6 +32,7 @@
 #pragma once
 
 #include <symm/atomic.hpp>
+#include <symm/detail/backend/nvshmem/device_rma.hpp>
 #include <symm/future.hpp>
 #include <symm/pe_span.hpp>
 #include <symm/remote.hpp>
@@ -181,6 +182,10 @@ namespace detail {
 
 //! The signal update of put_signal: release order, so the data written before it is visible to whoever sees it.
 SYMM_HOST_DEVICE SYMM_FORCEINLINE void update_signal(std::uint64_t* word, std::uint64_t value, signal_op op) {
+  NV_IF_TARGET(NV_IS_DEVICE, (if (is_rma_address(word)) {
+                 rma_signal(word, value, op == signal_op::add);
+                 return;
+               }))
   if (op == signal_op::set) system_atomic(word).store(value, cuda::memory_order_release);
   else system_atomic(word).fetch_add(value, cuda::memory_order_release);
 }
@@ -198,6 +203,13 @@ inline void check_signal_pe(int data_pe, int signal_pe, const char* what) {
 //! The stream-ordered put_signal: copy, then the signal store (set only).
 inline void put_signal_on(cudaStream_t stream, void* dst, const void* src, std::size_t bytes, const pe_signal& sig,
                           std::uint64_t value, signal_op op, const char* what) {
+#  if SYMM_NVSHMEM_BACKEND()
+  if (is_rma_address(sig.address())) { // a peer reached through NVSHMEM RMA: its put-with-signal does set and add
+    sig.world()->cuda()->nvshmem()->put_on(
+        stream, dst, src, bytes, sig.address(), value, op == signal_op::add ? NVSHMEM_SIGNAL_ADD : NVSHMEM_SIGNAL_SET);
+    return;
+  }
+#  endif
   if (op != signal_op::set) {
     SYMM_THROW(errc::unsupported,
                "PE {}: {} with signal_op::add from host code on the cuda backend: a stream can "
@@ -229,7 +241,7 @@ void put_signal(const pe_span<T, E>& dst, Range&& source, const pe_signal& sig, 
   detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put_signal");
   detail::world_state* world = dst.world();
 #if SYMM_CUDA_BACKEND()
-  if (world->kind() == backend::cuda) {
+  if (heap_on_gpu(world->kind())) {
     cudaStream_t stream = world->cuda()->stream();
     detail::put_signal_on(stream, dst.address(), std::ranges::data(source), dst.size_bytes(), sig, value, op,
                           "symm::put_signal");
@@ -257,7 +269,7 @@ put_signal_nbi(const pe_span<T, E>& dst, Range&& source, const pe_signal& sig, s
   detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put_signal_nbi");
   detail::world_state* world = dst.world();
 #if SYMM_CUDA_BACKEND()
-  if (world->kind() == backend::cuda) {
+  if (heap_on_gpu(world->kind())) {
     cudaStream_t stream = world->cuda()->stream();
     detail::put_signal_on(stream, dst.address(), std::ranges::data(source), dst.size_bytes(), sig, value, op,
                           "symm::put_signal_nbi");
@@ -322,6 +334,12 @@ device_put_signal(const Group& group, const pe_span<T, E>& dst, cuda::std::span<
                 "a cooperative launch, so use a block, a warp tile or symm::this_thread()");
   if constexpr (SYMM_CHECK_LEVEL(1)) {
     if (dst.pe() != sig.pe()) __trap(); // data and signal must go to the same PE
+  }
+  if (is_rma_address(dst.address())) {
+    rma_put_signal(group, dst.address(), source.data(),
+                   dst.size_bytes() < source.size_bytes() ? dst.size_bytes() : source.size_bytes(), sig.address(),
+                   value, op == signal_op::add);
+    return;
   }
   group_copy(group, dst.address(), dst.size_bytes(), source.data(), source.size_bytes());
   // Every thread's stores are issued; after the group barrier, one thread's system-scope release update is cumulative

@@ -254,6 +254,7 @@ SYMM_END_NAMESPACE
 // channel: arrivals are counted per pair of PEs, not per PE, so a PE's barriers in one team do not disturb its
 // barriers with other PEs.
 #if SYMM_CUDA_COMPILATION()
+#  include <symm/detail/backend/nvshmem/device_rma.hpp>
 #  include <symm/detail/device_wait.hpp>
 
 #  include <cuda/atomic>
@@ -281,7 +282,7 @@ pair_barrier_round(const Group& group, const team_ref& t, const FlagsOf& flags_o
     const int p = t.world_pe(i);
     if (p == me) continue;
     const std::uint64_t arrivals = ++sent[p];
-    counter(flags_of(p)[me]).store(arrivals, cuda::memory_order_relaxed);
+    store_arrival(&flags_of(p)[me], arrivals);
   }
   for (int i = rank; i < size; i += count) {
     const int p = t.world_pe(i);

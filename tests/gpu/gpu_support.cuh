@@ -38,14 +38,21 @@ inline int probe_device_count() {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 0;
 }
 
+//! The backend this build of the suite tests: symm_gpu_tests the cuda backend, symm_gpu_tests_nvshmem (the same sources
+//! built with SYMM_ENABLE_NVSHMEM=1) the nvshmem backend.
+inline constexpr symm::backend tested_backend = SYMM_NVSHMEM_BACKEND() ? symm::backend::nvshmem : symm::backend::cuda;
+//! NVSHMEM has one PE per process: the nvshmem build runs PEs as processes only.
+inline constexpr bool pes_as_threads = tested_backend != symm::backend::nvshmem;
+
 inline symm::world_options gpu_options() {
   symm::world_options options;
-  options.backend = symm::backend::cuda;
+  options.backend = tested_backend;
   options.heap_size = std::size_t{64} << 20;
   return options;
 }
 
-//! The same body on n PEs: as processes, then as threads of one (forked) process sharing the CUDA context.
+//! The same body on n PEs: as processes, then (except on the nvshmem backend) as threads of one (forked) process
+//! sharing the CUDA context.
 //!
 //! PEs that share a GPU share a context too (threads of one process, or processes under MPS), and some CUDA calls
 //! wait for the kernels of the whole context (cudaDeviceSynchronize, cudaFree, and at times cudaMalloc or stream
@@ -54,7 +61,9 @@ inline symm::world_options gpu_options() {
 template <class Fn>
 void on_gpu_pes(int n, Fn body, symm::world_options options = gpu_options()) {
   symm::launch(n, body, {.mode = symm::launch_mode::processes, .world = options});
-  symm::launch(1, [&] { symm::launch(n, body, {.mode = symm::launch_mode::threads, .world = options}); });
+  if (pes_as_threads) {
+    symm::launch(1, [&] { symm::launch(n, body, {.mode = symm::launch_mode::threads, .world = options}); });
+  }
 }
 
 //! cudaMemset, finished before returning: a memset still queued when a peer's put lands would overwrite it.

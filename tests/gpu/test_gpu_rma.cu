@@ -13,6 +13,8 @@
 #include <cooperative_groups.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 namespace cg = cooperative_groups;
@@ -296,4 +298,40 @@ TEST_CASE("errors on the CUDA backend name the PE and the values", "[gpu][errors
         world.barrier();
       },
       {.world = symm_gpu_test::gpu_options()}));
+}
+
+TEST_CASE("the nvshmem backend: peers mapped or reached through NVSHMEM RMA, one PE per process", "[gpu][nvshmem]") {
+  if (symm_gpu_test::tested_backend != symm::backend::nvshmem) return; // the cuda build of the suite: nothing to do
+  // SYMM_NVSHMEM_RMA=1 sends every other PE through NVSHMEM RMA, as for a peer on another node.
+  const char* forced = std::getenv("SYMM_NVSHMEM_RMA");
+  const bool rma = forced != nullptr && std::string(forced) == "1";
+  REQUIRE_NOTHROW(symm::launch(
+      2,
+      [rma](symm::world& world) {
+        const int me = world.my_pe(), other = 1 - me;
+        PE_REQUIRE(world.state()->kind() == symm::backend::nvshmem);
+        PE_REQUIRE(world.state()->mapped(me));
+        PE_REQUIRE_EQ(world.state()->mapped(other), !rma);
+        symm::array<float> a(world, 64);
+        std::vector<float> mine(64, static_cast<float>(me + 1));
+        symm::remote(a, other) = mine; // a host put through the mapping or NVSHMEM, staged from host memory
+        world.barrier();
+        PE_REQUIRE_EQ(a.local()[63], static_cast<float>(other + 1));
+        PE_REQUIRE_EQ(symm::remote(a, other)[5].get(), static_cast<float>(me + 1));
+        if (rma) { // symm's collectives need mapped peers: a clear error rather than a fault
+          cudaStream_t stream = world.state()->cuda()->stream();
+          PE_REQUIRE_ERROR(symm::allreduce(stream, world.team(), a, a, symm::plus{}), symm::errc::unsupported,
+                           "NVSHMEM RMA", fmt::format("PE {}", other));
+        }
+        world.barrier();
+      },
+      {.world = symm_gpu_test::gpu_options()}));
+  try {
+    (void) symm::launch(2, [](symm::world&) {},
+                        {.mode = symm::launch_mode::threads, .world = symm_gpu_test::gpu_options()});
+    FAIL("PEs as threads on the nvshmem backend should be refused");
+  } catch (const symm::error& e) {
+    REQUIRE(e.code() == symm::errc::unsupported);
+    REQUIRE(std::string(e.what()).find("one PE per process") != std::string::npos);
+  }
 }

@@ -29,6 +29,18 @@
 #endif
 #define SYMM_CUDA_BACKEND() (SYMM_ENABLE_CUDA != 0)
 
+// The NVSHMEM backend (symmetric heap from nvshmem_malloc, NVSHMEM RMA for peers without load/store access) needs
+// NVSHMEM's headers, relocatable device code and NVSHMEM's libraries at link time, so it is never on by default: the
+// Meson dependency symm_nvshmem_dep defines SYMM_ENABLE_NVSHMEM=1 (docs/backends.md). Every translation unit of one
+// program must agree, as for SYMM_ENABLE_CUDA.
+#if !defined(SYMM_ENABLE_NVSHMEM)
+#  define SYMM_ENABLE_NVSHMEM 0
+#endif
+#define SYMM_NVSHMEM_BACKEND() (SYMM_ENABLE_NVSHMEM != 0)
+#if SYMM_NVSHMEM_BACKEND() && !SYMM_CUDA_BACKEND()
+#  error "symm: SYMM_ENABLE_NVSHMEM=1 needs the CUDA backend (SYMM_ENABLE_CUDA=1): NVSHMEM's heap is GPU memory"
+#endif
+
 #if SYMM_CUDA_COMPILATION()
 #  define SYMM_HOST __host__
 #  define SYMM_DEVICE __device__

@@ -2,6 +2,7 @@
 // sides allow it, coalesced across the group (consecutive ranks touch consecutive vectors), four in flight per thread.
 #pragma once
 
+#include <symm/detail/backend/nvshmem/device_rma.hpp>
 #include <symm/detail/config.hpp>
 
 #include <cstddef>
@@ -49,7 +50,10 @@ copy_aligned(unsigned rank, unsigned count, unsigned char* dst, const unsigned c
 
 //! Any alignment: the widest access both pointers allow after a byte head. Out of line, so that the common case
 //! below stays a short loop: inlined, this dispatch cost ~60 ns per call in a loop of small copies on an H200.
-SYMM_DEVICE __noinline__ inline void
+//! Internal linkage: with relocatable device code (the nvshmem backend) an external function is compiled on its own,
+//! and its register count (~100) would exceed what a caller's __launch_bounds__(1024) allows (64); ptxas fits a
+//! translation unit's own function to its callers.
+SYMM_DEVICE __noinline__ static void
 group_copy_unaligned(unsigned rank, unsigned count, unsigned char* dst, const unsigned char* src, std::size_t bytes) {
   auto misalignment = (reinterpret_cast<std::uintptr_t>(dst) ^ reinterpret_cast<std::uintptr_t>(src));
   if ((misalignment & 15) == 0) copy_aligned<16, int4>(rank, count, dst, src, bytes);
@@ -74,10 +78,15 @@ group_copy(unsigned rank, unsigned count, void* dst_, const void* src_, std::siz
   group_copy_unaligned(rank, count, dst, src, bytes);
 }
 
-//! What every group-scoped put and get does: `group`'s threads copy the first min(dst_bytes, src_bytes) bytes.
+//! What every group-scoped put and get does: `group`'s threads copy the first min(dst_bytes, src_bytes) bytes; to or
+//! from a peer reached through NVSHMEM RMA (a tagged address), NVSHMEM's group copy does it.
 template <class Group>
 SYMM_DEVICE SYMM_FORCEINLINE void
 group_copy(const Group& group, void* dst, std::size_t dst_bytes, const void* src, std::size_t src_bytes) {
+  if (is_rma_address(dst) || is_rma_address(src)) {
+    rma_group_copy(group, dst, src, dst_bytes < src_bytes ? dst_bytes : src_bytes);
+    return;
+  }
   group_copy(static_cast<unsigned>(group.thread_rank()), static_cast<unsigned>(group.num_threads()), dst, src,
              dst_bytes < src_bytes ? dst_bytes : src_bytes);
 }

@@ -47,7 +47,7 @@ namespace detail {
 //! the CUDA backend (SYMM_ENABLE_CUDA=1) has: a program whose world was made elsewhere can reach this without it.
 inline void require_host_atomics(const world_state* world, int pe, std::string_view what) {
   if (world->kind() == symm::backend::host) return;
-  if (SYMM_CUDA_BACKEND() && world->kind() == symm::backend::cuda) return;
+  if (SYMM_CUDA_BACKEND() && heap_on_gpu(world->kind())) return;
   throw_no_host_atomics(world, pe, what);
 }
 

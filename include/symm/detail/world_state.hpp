@@ -7,6 +7,7 @@
 #include <symm/detail/bootstrap/bootstrap.hpp>
 #include <symm/detail/control_segment.hpp>
 #include <symm/detail/heap_allocator.hpp>
+#include <symm/detail/peer_table.hpp>
 #if SYMM_CUDA_BACKEND()
 #  include <symm/detail/backend/cuda/cuda_heap.hpp>
 #endif
@@ -28,18 +29,30 @@ SYMM_BEGIN_NAMESPACE
 
 //! Where the symmetric heap lives and which machinery moves data.
 enum class backend {
-  host, //!< host memory shared between processes (memfd); CPU only
-  cuda, //!< GPU memory over CUDA VMM/IPC; device code and stream-ordered host operations
+  host,    //!< host memory shared between processes (memfd); CPU only
+  cuda,    //!< GPU memory over CUDA VMM/IPC; device code and stream-ordered host operations
+  nvshmem, //!< GPU memory from NVSHMEM: mapped peers as on cuda, other peers (other nodes) through NVSHMEM RMA
 };
 
 constexpr std::string_view to_string(backend b) noexcept {
-  return b == backend::host ? "host" : "cuda";
+  switch (b) {
+    case backend::host: return "host";
+    case backend::cuda: return "cuda";
+    case backend::nvshmem: return "nvshmem";
+  }
+  return "?";
+}
+
+//! Whether the backend's heap is GPU memory (cuda, nvshmem): what host code cannot load from or store to itself.
+constexpr bool heap_on_gpu(backend b) noexcept {
+  return b != backend::host;
 }
 
 //! How to start a world. Every field has a default; environment variables override the defaults, not explicit values.
 struct world_options {
-  std::optional<symm::backend> backend;           //!< default: SYMM_BACKEND, else cuda when a GPU is usable, else host
-  std::size_t heap_size = 0;                      //!< bytes per PE; 0: SYMM_HEAP_SIZE, else 256 MiB
+  std::optional<symm::backend> backend; //!< default: SYMM_BACKEND, else (a GPU is usable) nvshmem when built with
+                                        //!< it, cuda otherwise; else host
+  std::size_t heap_size = 0;            //!< bytes per PE; 0: SYMM_HEAP_SIZE, else 256 MiB
   std::chrono::milliseconds bootstrap_timeout{0}; //!< 0: SYMM_BOOTSTRAP_TIMEOUT_MS, else 60 s
   int device = -1;                                //!< GPU of this PE; -1: SYMM_DEVICE, else local PE modulo GPU count
 };
@@ -53,10 +66,12 @@ inline symm::backend choose_backend(const world_options& options) {
   if (auto name = get_env("SYMM_BACKEND")) {
     if (*name == "host") return symm::backend::host;
     if (*name == "cuda") return symm::backend::cuda;
-    SYMM_THROW(errc::environment, "SYMM_BACKEND='{}' is not a backend; use 'host' or 'cuda'", *name);
+    if (*name == "nvshmem") return symm::backend::nvshmem;
+    SYMM_THROW(errc::environment, "SYMM_BACKEND='{}' is not a backend; use 'host', 'cuda' or 'nvshmem'", *name);
   }
 #if SYMM_CUDA_BACKEND()
-  if (cuda_device_count() > 0) return symm::backend::cuda;
+  // A program built with the NVSHMEM backend was built for it.
+  if (cuda_device_count() > 0) return SYMM_NVSHMEM_BACKEND() ? symm::backend::nvshmem : symm::backend::cuda;
 #endif
   return symm::backend::host;
 }
@@ -137,15 +152,16 @@ public:
     } else {
 #if SYMM_CUDA_BACKEND()
       int device = options.device >= 0 ? options.device : env_int("SYMM_DEVICE").value_or(-1);
-      cuda_ = std::make_unique<cuda_heap>(*boot_, job_, heap_bytes_, device);
+      cuda_ = std::make_unique<cuda_heap>(
+          *boot_, job_, heap_bytes_, device, kind_ == symm::backend::nvshmem ? heap_source::nvshmem : heap_source::vmm);
       heap_bytes_ = cuda_->heap_bytes();
       peer_bases_.assign(cuda_->bases(), cuda_->bases() + job_.n_pes);
       device_peer_bases_ = cuda_->device_table();
 #else
       SYMM_THROW(errc::unsupported,
-                 "PE {}: the cuda backend was asked for, but this program was built without it "
+                 "PE {}: the {} backend was asked for, but this program was built without CUDA "
                  "(SYMM_ENABLE_CUDA=0); rebuild with the CUDA toolkit or use SYMM_BACKEND=host",
-                 job_.pe);
+                 job_.pe, to_string(kind_));
 #endif
     }
     allocator_.emplace(heap_bytes_);
@@ -172,6 +188,9 @@ public:
     pe_control& mine = *controls_[static_cast<std::size_t>(job_.pe)];
     if (unwinding) {
       alive_ = false;
+#if SYMM_CUDA_BACKEND()
+      if (cuda_) cuda_->abandon();
+#endif
       mark_failed(fmt::format("PE {} left its world's scope by an exception", job_.pe));
     } else {
       try {
@@ -228,6 +247,11 @@ public:
   }
   [[nodiscard]] std::byte* const* device_peer_bases() const noexcept {
     return device_peer_bases_;
+  }
+  //! Whether this PE reaches PE `pe`'s heap through a mapping (always, except on the nvshmem backend for peers on
+  //! other nodes, which it reaches through NVSHMEM RMA: detail/peer_table.hpp).
+  [[nodiscard]] bool mapped(int pe) const noexcept {
+    return !is_rma_address(peer_bases_[static_cast<std::size_t>(pe)]);
   }
   [[nodiscard]] const liveness& peers() const noexcept {
     return live_;
@@ -341,7 +365,7 @@ public:
   void copy(void* dst, const void* src, std::size_t bytes) {
     if (bytes == 0) return;
 #if SYMM_CUDA_BACKEND()
-    if (kind_ == symm::backend::cuda) return cuda_->copy(dst, src, bytes);
+    if (cuda_) return cuda_->copy(dst, src, bytes);
 #endif
     std::memmove(dst, src, bytes);
   }
@@ -349,7 +373,7 @@ public:
   //! Non-blocking copy; the completion turns ready when the bytes are in place.
   std::shared_ptr<completion> copy_async(void* dst, const void* src, std::size_t bytes) {
 #if SYMM_CUDA_BACKEND()
-    if (kind_ == symm::backend::cuda) return cuda_->copy_async(dst, src, bytes);
+    if (cuda_) return cuda_->copy_async(dst, src, bytes);
 #endif
     if (!engine_) engine_ = std::make_unique<copy_engine>();
     return engine_->submit(dst, src, bytes);

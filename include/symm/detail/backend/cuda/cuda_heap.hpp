@@ -7,6 +7,7 @@
 #include <symm/detail/backend/cuda/host_atomics_kernels.hpp>
 #include <symm/detail/backend/cuda/module_loading.hpp>
 #include <symm/detail/backend/cuda/vmm_segment.hpp>
+#include <symm/detail/backend/nvshmem/nvshmem_heap.hpp>
 #include <symm/detail/bootstrap/bootstrap.hpp>
 #include <symm/detail/completion.hpp>
 
@@ -52,10 +53,15 @@ private:
   cudaStream_t stream_;
 };
 
+//! Where a GPU heap's memory comes from: a VMM segment of symm's, mapped by every PE of the node (the cuda backend), or
+//! NVSHMEM's symmetric heap (the nvshmem backend, detail/backend/nvshmem/nvshmem_heap.hpp).
+enum class heap_source { vmm, nvshmem };
+
 class cuda_heap {
 public:
   //! Collective. `device` < 0 picks local PE modulo the number of visible GPUs (several PEs may share one GPU).
-  cuda_heap(bootstrap& boot, const job_info& job, std::size_t heap_bytes, int device) {
+  cuda_heap(bootstrap& boot, const job_info& job, std::size_t heap_bytes, int device,
+            heap_source source = heap_source::vmm) {
     int count = cuda_device_count();
     if (count == 0) {
       SYMM_THROW(errc::unsupported,
@@ -76,7 +82,99 @@ public:
     // kernel of this job runs (see module_loading.hpp).
     prepare_host_side_kernels(device_);
     SYMM_TRY_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    const auto n = static_cast<std::size_t>(job.n_pes);
+    if (source == heap_source::nvshmem) {
+#if SYMM_NVSHMEM_BACKEND()
+      nvshmem_.emplace(boot, job, heap_bytes);
+      bases_.assign(nvshmem_->bases(), nvshmem_->bases() + n);
+      heap_bytes_ = nvshmem_->heap_bytes();
+#else
+      SYMM_THROW(errc::unsupported,
+                 "PE {}: the nvshmem backend was asked for, but this program was built without it "
+                 "(SYMM_ENABLE_NVSHMEM=0); build it with symm_nvshmem_dep (docs/backends.md) or use SYMM_BACKEND=cuda",
+                 job.pe);
+#endif
+    } else {
+      map_vmm_heap(boot, job, heap_bytes);
+    }
+    SYMM_TRY_CUDA(cudaMalloc(reinterpret_cast<void**>(&device_table_), n * sizeof(std::byte*)));
+    SYMM_TRY_CUDA(cudaMemcpy(device_table_, bases_.data(), n * sizeof(std::byte*), cudaMemcpyHostToDevice));
+    // A fresh heap reads as zeros, like the host backend's, so that signals and flags start at 0.
+    SYMM_TRY_CUDA(cudaMemsetAsync(bases_[static_cast<std::size_t>(job.pe)], 0, heap_bytes_, stream_));
+    SYMM_TRY_CUDA(cudaStreamSynchronize(stream_));
+  }
 
+  cuda_heap(const cuda_heap&) = delete;
+  cuda_heap& operator=(const cuda_heap&) = delete;
+  ~cuda_heap() {
+    if (stream_ != nullptr) SYMM_ASSERT_CUDA(cudaStreamSynchronize(stream_));
+#if SYMM_NVSHMEM_BACKEND()
+    nvshmem_.reset(); // collective (unless abandoned), while the stream and the table still exist
+#endif
+    if (device_table_ != nullptr) SYMM_ASSERT_CUDA(cudaFree(device_table_));
+    if (stream_ != nullptr) SYMM_ASSERT_CUDA(cudaStreamDestroy(stream_));
+  }
+
+  //! This PE leaves because of an error: release nothing that would wait for the other PEs (NVSHMEM's teardown).
+  void abandon() noexcept {
+#if SYMM_NVSHMEM_BACKEND()
+    if (nvshmem_) nvshmem_->abandon();
+#endif
+  }
+
+  [[nodiscard]] std::byte* const* bases() const noexcept {
+    return bases_.data();
+  }
+  [[nodiscard]] std::byte* const* device_table() const noexcept {
+    return device_table_;
+  }
+  [[nodiscard]] std::size_t heap_bytes() const noexcept {
+    return heap_bytes_;
+  }
+  [[nodiscard]] int device() const noexcept {
+    return device_;
+  }
+  //! The stream host-side operations without a stream argument use (non-blocking with respect to stream 0).
+  [[nodiscard]] cudaStream_t stream() const noexcept {
+    return stream_;
+  }
+#if SYMM_NVSHMEM_BACKEND()
+  //! The NVSHMEM part of an nvshmem-backend heap (null on the cuda backend).
+  [[nodiscard]] nvshmem_heap* nvshmem() noexcept {
+    return nvshmem_ ? &*nvshmem_ : nullptr;
+  }
+#endif
+
+  //! Blocking copy between any two addresses (device heap, peer mappings, host memory): complete on return.
+  void copy(void* dst, const void* src, std::size_t bytes) {
+    (void) copy_on(stream_, dst, src, bytes);
+    SYMM_TRY_CUDA(cudaStreamSynchronize(stream_));
+  }
+
+  std::shared_ptr<completion> copy_async(void* dst, const void* src, std::size_t bytes) {
+    return copy_on(stream_, dst, src, bytes);
+  }
+
+  //! A copy ordered on the caller's stream; its completion follows the stream (stream_completion). Through the peer
+  //! mapping, or through NVSHMEM for a peer reached by RMA.
+  std::shared_ptr<completion> copy_on(cudaStream_t stream, void* dst, const void* src, std::size_t bytes) {
+#if SYMM_NVSHMEM_BACKEND()
+    if (is_rma_address(dst) || is_rma_address(src)) {
+      nvshmem_->copy_on(stream, dst, src, bytes);
+      return std::make_shared<stream_completion>(stream);
+    }
+#endif
+    SYMM_TRY_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
+    return std::make_shared<stream_completion>(stream);
+  }
+
+  void quiet() {
+    SYMM_TRY_CUDA(cudaStreamSynchronize(stream_));
+  }
+
+private:
+  //! The cuda backend's heap: a VMM segment on this GPU, exported, exchanged and mapped by every PE.
+  void map_vmm_heap(bootstrap& boot, const job_info& job, std::size_t heap_bytes) {
     segment_.emplace(device_, heap_bytes);
     struct shape {
       std::uint64_t size;
@@ -101,47 +199,8 @@ public:
       bases_[p] = static_cast<std::byte*>(peers_[p]->base());
     }
     heap_bytes_ = usable;
-    SYMM_TRY_CUDA(cudaMalloc(reinterpret_cast<void**>(&device_table_), n * sizeof(std::byte*)));
-    SYMM_TRY_CUDA(cudaMemcpy(device_table_, bases_.data(), n * sizeof(std::byte*), cudaMemcpyHostToDevice));
-    // A fresh heap reads as zeros, like the host backend's, so that signals and flags start at 0.
-    SYMM_TRY_CUDA(cudaMemsetAsync(segment_->base(), 0, segment_->size(), stream_));
-    SYMM_TRY_CUDA(cudaStreamSynchronize(stream_));
   }
 
-  cuda_heap(const cuda_heap&) = delete;
-  cuda_heap& operator=(const cuda_heap&) = delete;
-  ~cuda_heap() {
-    if (stream_ != nullptr) SYMM_ASSERT_CUDA(cudaStreamSynchronize(stream_));
-    if (device_table_ != nullptr) SYMM_ASSERT_CUDA(cudaFree(device_table_));
-    if (stream_ != nullptr) SYMM_ASSERT_CUDA(cudaStreamDestroy(stream_));
-  }
-
-  [[nodiscard]] std::byte* const* bases() const noexcept { return bases_.data(); }
-  [[nodiscard]] std::byte* const* device_table() const noexcept { return device_table_; }
-  [[nodiscard]] std::size_t heap_bytes() const noexcept { return heap_bytes_; }
-  [[nodiscard]] int device() const noexcept { return device_; }
-  //! The stream host-side operations without a stream argument use (non-blocking with respect to stream 0).
-  [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
-
-  //! Blocking copy between any two addresses (device heap, peer mappings, host memory): complete on return.
-  void copy(void* dst, const void* src, std::size_t bytes) {
-    SYMM_TRY_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_));
-    SYMM_TRY_CUDA(cudaStreamSynchronize(stream_));
-  }
-
-  std::shared_ptr<completion> copy_async(void* dst, const void* src, std::size_t bytes) {
-    return copy_on(stream_, dst, src, bytes);
-  }
-
-  //! A copy ordered on the caller's stream; its completion follows the stream (stream_completion).
-  static std::shared_ptr<completion> copy_on(cudaStream_t stream, void* dst, const void* src, std::size_t bytes) {
-    SYMM_TRY_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
-    return std::make_shared<stream_completion>(stream);
-  }
-
-  void quiet() { SYMM_TRY_CUDA(cudaStreamSynchronize(stream_)); }
-
-private:
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
   std::optional<local_segment> segment_;
@@ -149,6 +208,9 @@ private:
   std::vector<std::byte*> bases_;
   std::byte** device_table_ = nullptr;
   std::size_t heap_bytes_ = 0;
+#if SYMM_NVSHMEM_BACKEND()
+  std::optional<nvshmem_heap> nvshmem_;
+#endif
 };
 
 } // namespace detail

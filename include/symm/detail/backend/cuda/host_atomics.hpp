@@ -14,6 +14,7 @@
 // Cost: a launch and a stream synchronisation, some microseconds; atomics in a kernel are one instruction each.
 #pragma once
 
+#include <symm/detail/atomic_codes.hpp>
 #include <symm/detail/config.hpp>
 #include <symm/detail/host_wait.hpp>
 #include <symm/detail/world_state.hpp>
@@ -28,6 +29,7 @@
 #  include <symm/detail/backend/cuda/check.hpp>
 #  include <symm/detail/backend/cuda/driver.hpp>
 #  include <symm/detail/backend/cuda/host_atomics_kernels.hpp>
+#  include <symm/detail/backend/nvshmem/host_rma_atomics.hpp>
 
 #  include <cuda.h>
 #  include <cuda_runtime_api.h>
@@ -35,35 +37,6 @@
 
 SYMM_BEGIN_NAMESPACE
 namespace detail {
-
-//! Every atomic of pe_ref. The values are the kernel's op codes (tools/host_atomics_kernels.cu): keep them in step.
-enum class atomic_op : int { load, store, exchange, compare_exchange, add, sub, bit_and, bit_or, bit_xor, min, max };
-
-//! The element types the kernel knows, by the same codes as the kernel.
-enum class atomic_type_code : int { i32, u32, i64, u64, f32, f64 };
-
-template <class T>
-constexpr atomic_type_code atomic_type_code_of() noexcept {
-  using U = std::remove_cv_t<T>;
-  if constexpr (std::is_same_v<U, float>) return atomic_type_code::f32;
-  else if constexpr (std::is_same_v<U, double>) return atomic_type_code::f64;
-  else if constexpr (sizeof(U) == 4) return std::is_signed_v<U> ? atomic_type_code::i32 : atomic_type_code::u32;
-  else return std::is_signed_v<U> ? atomic_type_code::i64 : atomic_type_code::u64;
-}
-
-template <class T>
-std::uint64_t atomic_bits(const T& value) noexcept {
-  std::uint64_t bits = 0;
-  std::memcpy(&bits, &value, sizeof(T));
-  return bits;
-}
-
-template <class T>
-T atomic_from_bits(std::uint64_t bits) noexcept {
-  T value;
-  std::memcpy(&value, &bits, sizeof(T));
-  return value;
-}
 
 #if SYMM_CUDA_BACKEND()
 
@@ -76,6 +49,11 @@ inline std::uint64_t run_host_atomic(world_state& world, const void* address, at
   CUfunction function = host_kernels_of(heap.device()).atomic;
   unsigned long long* result = &thread_host_side_words().result;
   *result = 0;
+#  if SYMM_NVSHMEM_BACKEND()
+  if (is_rma_address(address)) {
+    return run_rma_host_atomic(heap.stream(), world.my_pe(), address, type, op, operand, expected, result);
+  }
+#  endif
   auto target = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(address));
   unsigned long long operand_bits = operand, expected_bits = expected;
   int type_code = static_cast<int>(type), op_code = static_cast<int>(op);
@@ -112,7 +90,7 @@ bool cuda_host_compare_exchange(world_state& world, T* address, T& expected, T d
 template <class T>
 T host_side_atomic(world_state* world, int pe, const T* address, atomic_op op, T operand, std::string_view what) {
 #if SYMM_CUDA_BACKEND()
-  if (world->kind() == symm::backend::cuda) return cuda_host_atomic<T>(*world, address, op, operand);
+  if (heap_on_gpu(world->kind())) return cuda_host_atomic<T>(*world, address, op, operand);
 #endif
   // Only called for a world whose heap the CPU cannot reach: without the CUDA backend in this translation unit, that
   // is an error, never a silent return.
@@ -122,7 +100,7 @@ T host_side_atomic(world_state* world, int pe, const T* address, atomic_op op, T
 template <class T>
 bool host_side_compare_exchange(world_state* world, int pe, T* address, T& expected, T desired, std::string_view what) {
 #if SYMM_CUDA_BACKEND()
-  if (world->kind() == symm::backend::cuda) return cuda_host_compare_exchange<T>(*world, address, expected, desired);
+  if (heap_on_gpu(world->kind())) return cuda_host_compare_exchange<T>(*world, address, expected, desired);
 #endif
   (void) address, (void) expected, (void) desired;
   throw_no_host_atomics(world, pe, what);
