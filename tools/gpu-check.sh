@@ -54,18 +54,25 @@ if [[ " $what " == *" examples "* ]]; then
   done
 fi
 if [[ " $what " == *" sanitizer "* ]]; then
-  # compute-sanitizer slows kernels 10-100x: the suite runs tag by tag (SANITIZE_TAGS), each under its own limit
-  # (SANITIZE_LIMIT_S), memcheck and racecheck side by side. The fault-injection cases ([failure]: a PE that dies) are
-  # left out: the sanitizer reports the killed PE's kernels, not a fault of symm's.
-  tags=${SANITIZE_TAGS:-rma barrier host errors atomics wait signal teams collectives}
+  # compute-sanitizer slows kernels 10-100x: the suite runs tag by tag, each under its own limit (SANITIZE_LIMIT_S), in
+  # lanes that run side by side (SANITIZE_LANES: lanes separated by spaces, each TOOL:TAG,TAG,...). The suite's device
+  # waits trap after 5 s, which a sanitized kernel can exceed: SANITIZE_BINARY names a build of the suite with a longer
+  # SYMM_DEVICE_WAIT_TIMEOUT_NS. The fault-injection cases ([failure]: a PE that dies) are left out: the sanitizer
+  # reports the killed PE's kernels, not a fault of symm's.
+  all_tags=rma,barrier,host,errors,signal,atomics,wait,teams,collectives
+  lanes=${SANITIZE_LANES:-memcheck:$all_tags racecheck:$all_tags}
   limit=${SANITIZE_LIMIT_S:-240}
-  for tool in memcheck racecheck; do
+  binary=${SANITIZE_BINARY:-$build/tests/gpu/symm_gpu_tests}
+  for lane in $lanes; do
+    tool=${lane%%:*}
+    tags=${lane#*:}
     (
-      for tag in $tags; do
+      for tag in ${tags//,/ }; do
         run "${tool}_$tag" "$limit" compute-sanitizer --tool "$tool" --target-processes all --report-api-errors no \
-          "$build/tests/gpu/symm_gpu_tests" "[$tag]~[failure]" >/dev/null
+          "$binary" "[$tag]~[failure]" >/dev/null
         echo "${tool}_$tag rc=$? $(grep -hE "ERROR SUMMARY|RACECHECK SUMMARY" "$out/${tool}_$tag.log" | sort | uniq -c |
-          tr -s ' ' | paste -sd ';')" >>"$out/sanitizer-summary.txt"
+          tr -s ' ' | paste -sd ';') $(grep -hE "^test cases|^All tests" "$out/${tool}_$tag.log" | tail -1)" \
+          >>"$out/sanitizer-summary.txt"
       done
     ) &
   done

@@ -690,7 +690,7 @@ TEST_CASE("host code on the CUDA backend: put_signal on a stream; signal_op::add
       symm::put_signal(symm::remote(regions, right).first(1), one, symm::remote(ready, right), 5, symm::signal_op::add);
       world.barrier();
       PE_REQUIRE_EQ(symm::signal_fetch(ready), before + 5);
-      PE_REQUIRE_EQ(regions.local()[0], 7u);
+      PE_REQUIRE_EQ(symm::remote(regions, me)[0].get(), 7u);
     }
     // Host memory a kernel could write is fine to wait on from the host.
     int host_word = 3;
@@ -779,6 +779,7 @@ TEST_CASE("host signal_wait_until and signal_fetch on the CUDA backend while a p
       PE_REQUIRE_EQ(symm::wait_until(ack, symm::cmp::eq, 0ull), 0u);
       world.barrier();
       PE_REQUIRE_EQ(symm::signal_fetch(ready), 0u);
+      world.barrier(); // no PE's producer may signal before every PE has looked (its left neighbour's could)
       signal_producer_kernel<<<1, 256, 0, s.stream>>>(buf, src, ready, ack, symm_test::seed(), me, right, rounds);
       GPU_CHECK(cudaGetLastError());
       for (int r = 1; r <= rounds; ++r) {
