@@ -94,6 +94,40 @@ TEST_CASE("a single PE runs from launcher variables alone", "[world]") {
   REQUIRE(a.local()[3] == 2.5);
 }
 
+TEST_CASE("the nvshmem backend in a program built without it is refused, saying how to build it", "[world][errors]") {
+  scoped_env one(
+      {{"SYMM_PE", nullptr},
+       {"SYMM_N_PES", nullptr},
+       {"OMPI_COMM_WORLD_RANK", "0"},
+       {"OMPI_COMM_WORLD_SIZE", "1"},
+       {"SYMM_BACKEND", "nvshmem"}});
+#if SYMM_CUDA_BACKEND()
+  REQUIRE_THROWS_WITH(
+      symm::world{},
+      symm_test::contains_substring("PE 0: the nvshmem backend was asked for") &&
+          symm_test::contains_substring("SYMM_ENABLE_NVSHMEM=0") && symm_test::contains_substring("symm_nvshmem_dep"));
+#else
+  REQUIRE_THROWS_WITH(symm::world{}, symm_test::contains_substring("built without CUDA"));
+#endif
+  scoped_env bad({{"SYMM_BACKEND", "shmem"}});
+  REQUIRE_THROWS_WITH(symm::world{}, symm_test::contains_substring("SYMM_BACKEND='shmem' is not a backend") &&
+                                         symm_test::contains_substring("'nvshmem'"));
+}
+
+TEST_CASE("tagged peer addresses (the nvshmem backend's RMA peers) keep the local address and the PE", "[world]") {
+  alignas(16) static double heap[64];
+  for (int pe : {0, 1, 7, 4095, symm::detail::rma_max_pes - 1}) {
+    double* tagged = symm::detail::make_rma_address(heap + 5, pe);
+    REQUIRE(symm::detail::rma_local(tagged) == heap + 5);
+    REQUIRE(symm::detail::rma_pe(tagged) == pe);
+    REQUIRE(symm::detail::rma_local(tagged + 3) == heap + 8); // element arithmetic keeps the tag
+    REQUIRE(symm::detail::rma_pe(tagged + 3) == pe);
+    // Only the NVSHMEM backend looks for the tag; without it the test is constant false and compiles away.
+    REQUIRE(symm::detail::is_rma_address(tagged) == SYMM_NVSHMEM_BACKEND());
+  }
+  STATIC_REQUIRE(!symm::detail::is_rma_address(heap));
+}
+
 TEST_CASE("operations without a world are refused", "[world][errors]") {
   REQUIRE_THROWS_WITH(symm::barrier_all(), symm_test::contains_substring("no symm::world alive"));
   REQUIRE_THROWS_WITH(symm::quiet(), symm_test::contains_substring("no symm::world alive"));

@@ -62,12 +62,19 @@ public:
   //! Collective. `device` < 0 picks local PE modulo the number of visible GPUs (several PEs may share one GPU).
   cuda_heap(bootstrap& boot, const job_info& job, std::size_t heap_bytes, int device,
             heap_source source = heap_source::vmm) {
+    const char* backend_name = source == heap_source::nvshmem ? "nvshmem" : "cuda";
+    if (source == heap_source::nvshmem && !SYMM_NVSHMEM_BACKEND()) {
+      SYMM_THROW(errc::unsupported,
+                 "PE {}: the nvshmem backend was asked for, but this program was built without it "
+                 "(SYMM_ENABLE_NVSHMEM=0); build it with symm_nvshmem_dep (docs/backends.md) or use SYMM_BACKEND=cuda",
+                 job.pe);
+    }
     int count = cuda_device_count();
     if (count == 0) {
       SYMM_THROW(errc::unsupported,
-                 "PE {}: the cuda backend needs a GPU, but CUDA reports none (driver missing, "
+                 "PE {}: the {} backend needs a GPU, but CUDA reports none (driver missing, "
                  "CUDA_VISIBLE_DEVICES empty?); use SYMM_BACKEND=host for the CPU backend",
-                 job.pe);
+                 job.pe, backend_name);
     }
     device_ = device >= 0 ? device : std::max(job.local_pe, 0) % count;
     if (device_ >= count) {
@@ -88,11 +95,6 @@ public:
       nvshmem_.emplace(boot, job, heap_bytes);
       bases_.assign(nvshmem_->bases(), nvshmem_->bases() + n);
       heap_bytes_ = nvshmem_->heap_bytes();
-#else
-      SYMM_THROW(errc::unsupported,
-                 "PE {}: the nvshmem backend was asked for, but this program was built without it "
-                 "(SYMM_ENABLE_NVSHMEM=0); build it with symm_nvshmem_dep (docs/backends.md) or use SYMM_BACKEND=cuda",
-                 job.pe);
 #endif
     } else {
       map_vmm_heap(boot, job, heap_bytes);
