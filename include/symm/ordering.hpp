@@ -32,14 +32,14 @@ SYMM_HOST_DEVICE inline void quiet() {
 //! thread while blocking puts, p's, atomics and put_signal run on the caller's, so a later blocking put could land
 //! before an earlier put_nbi; fence() therefore completes the outstanding non-blocking copies (a quiet, which is a
 //! valid fence, and free when none is outstanding). Device: a system-scope release fence.
-SYMM_HOST_DEVICE inline void fence(){
-    NV_IF_TARGET(NV_IS_DEVICE, ({
-                   cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_system);
-                   detail::rma_fence();
-                 }),
-                 ({
-                   auto& world = detail::require_current_world("symm::fence()");
-                   if (world.kind() == backend::host) world.quiet();
-                 }))}
+SYMM_HOST_DEVICE inline void fence() {
+  NV_IF_TARGET(NV_IS_DEVICE, ({
+                 cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_system);
+                 detail::rma_fence();
+               }),
+               (if (auto& world = detail::require_current_world("symm::fence()"); world.kind() == backend::host) {
+                 world.quiet();
+               }))
+}
 
 SYMM_END_NAMESPACE

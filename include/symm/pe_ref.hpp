@@ -56,18 +56,14 @@ public:
 
   //! Get of one element: reads the element on PE pe().
   SYMM_HOST_DEVICE value_type get() const {
-      NV_IF_TARGET(NV_IS_DEVICE, ({
-                     if (detail::is_rma_address(address_)) return detail::rma_g(address_);
-                     return *address_;
-                   }),
-                   ({
-                     value_type value;
-                     world_->copy(&value, address_, sizeof(T));
-                     return value;
-                   }))} SYMM_HOST_DEVICE
-  operator value_type() const {
-    return get();
+    NV_IF_TARGET(NV_IS_DEVICE,
+                 (return detail::is_rma_address(address_) ? detail::rma_g(address_) : value_type(*address_);), ({
+                   value_type value;
+                   world_->copy(&value, address_, sizeof(T));
+                   return value;
+                 }))
   }
+  SYMM_HOST_DEVICE operator value_type() const { return get(); }
 
   // ---- atomics (symm/atomic.hpp): system scope. Host code on the host backend: CPU atomics on the shared mapping;
   // on the CUDA backend: a one-thread kernel on the world's stream (detail/backend/cuda/host_atomics.hpp) ----
