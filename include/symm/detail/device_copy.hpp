@@ -7,7 +7,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
 
 #if SYMM_CUDA_COMPILATION()
 SYMM_BEGIN_NAMESPACE
@@ -89,17 +88,7 @@ group_copy(const Group& group, void* dst, std::size_t dst_bytes, const void* src
     rma_group_copy(group, dst, src, bytes);
     return;
   }
-  if constexpr (std::is_same_v<Group, single_thread>) {
-    // One thread and 8-byte words that are not all 16-byte aligned (an 8-byte payload, as a put_signal of one word
-    // carries): copy them inline, as a hand-written store does, rather than through group_copy_unaligned's call.
-    if (((reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src) | bytes) & 15) == 8) {
-      for (std::size_t i = 0; i < bytes / 8; ++i)
-        static_cast<std::uint64_t*>(dst)[i] = static_cast<const std::uint64_t*>(src)[i];
-      return;
-    }
-  }
-  group_copy(static_cast<unsigned>(group.thread_rank()), static_cast<unsigned>(group.num_threads()), dst, src,
-             dst_bytes < src_bytes ? dst_bytes : src_bytes);
+  group_copy(static_cast<unsigned>(group.thread_rank()), static_cast<unsigned>(group.num_threads()), dst, src, bytes);
 }
 
 } // namespace detail
