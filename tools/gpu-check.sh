@@ -57,7 +57,7 @@ if [[ " $what " == *" sanitizer "* ]]; then
   # compute-sanitizer slows kernels 10-100x: the suite runs tag by tag, each under its own limit (SANITIZE_LIMIT_S), in
   # lanes that run side by side (SANITIZE_LANES: lanes separated by spaces, each TOOL:TAG,TAG,...). The suite's device
   # waits trap after 5 s, which a sanitized kernel can exceed: SANITIZE_BINARY names a build of the suite with a longer
-  # SYMM_DEVICE_WAIT_TIMEOUT_NS. The fault-injection cases ([failure]: a PE that dies) are left out: the sanitizer
+  # SYMM_DEVICE_WAIT_TIMEOUT_NS (ninja tests/gpu/symm_gpu_tests_sanitize: 120 s). The fault-injection cases ([failure]: a PE that dies) are left out: the sanitizer
   # reports the killed PE's kernels, not a fault of symm's.
   all_tags=rma,barrier,host,errors,signal,atomics,wait,teams,collectives
   lanes=${SANITIZE_LANES:-memcheck:$all_tags racecheck:$all_tags}

@@ -116,7 +116,6 @@ public:
       void* mapped = pe == job.pe ? heap_ : (force_rma ? nullptr : host_nvshmem_ptr(heap_, pe));
       bases_[static_cast<std::size_t>(pe)] =
           mapped != nullptr ? static_cast<std::byte*>(mapped) : make_rma_address(heap_, pe);
-      rma_peers_ = rma_peers_ || mapped == nullptr;
     }
   }
 
@@ -136,8 +135,6 @@ public:
   [[nodiscard]] std::byte* const* bases() const noexcept { return bases_.data(); }
   [[nodiscard]] std::byte* local_base() const noexcept { return heap_; }
   [[nodiscard]] std::size_t heap_bytes() const noexcept { return heap_bytes_; }
-  //! Whether some peer is reached through NVSHMEM RMA rather than a mapping.
-  [[nodiscard]] bool rma_peers() const noexcept { return rma_peers_; }
 
   //! A copy ordered on `stream` where dst (a put) or src (a get), or both, is a tagged address. Staged through the
   //! symmetric staging buffer when the local side is outside the heap: such a copy is complete when it returns (the
@@ -208,7 +205,6 @@ private:
 
   bool initialised_ = false;
   bool abandoned_ = false;
-  bool rma_peers_ = false;
   std::byte* heap_ = nullptr;
   std::byte* staging_ = nullptr;
   std::size_t heap_bytes_ = 0;
