@@ -46,14 +46,14 @@ inline std::uint64_t run_host_atomic(world_state& world, const void* address, at
                                      std::uint64_t operand, std::uint64_t expected) {
   cuda_heap& heap = *world.cuda();
   context_scope on(heap.device());
-  CUfunction function = host_kernels_of(heap.device()).atomic;
   unsigned long long* result = &thread_host_side_words().result;
   *result = 0;
 #  if SYMM_NVSHMEM_BACKEND()
-  if (is_rma_address(address)) {
+  if (is_rma_address(address)) { // a peer reached through NVSHMEM RMA: NVSHMEM's atomics, not symm's PTX kernel
     return run_rma_host_atomic(heap.stream(), world.my_pe(), address, type, op, operand, expected, result);
   }
 #  endif
+  CUfunction function = host_kernels_of(heap.device()).atomic;
   auto target = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(address));
   unsigned long long operand_bits = operand, expected_bits = expected;
   int type_code = static_cast<int>(type), op_code = static_cast<int>(op);

@@ -133,36 +133,29 @@ public:
   void abandon() noexcept { abandoned_ = true; }
 
   [[nodiscard]] std::byte* const* bases() const noexcept { return bases_.data(); }
-  [[nodiscard]] std::byte* local_base() const noexcept { return heap_; }
   [[nodiscard]] std::size_t heap_bytes() const noexcept { return heap_bytes_; }
 
   //! A copy ordered on `stream` where dst (a put) or src (a get), or both, is a tagged address. Staged through the
-  //! symmetric staging buffer when the local side is outside the heap: such a copy is complete when it returns (the
-  //! staging buffer is reused piece after piece in stream order, and freed for the next caller by a synchronisation).
+  //! symmetric staging buffer when the local side is outside the heap: such a copy is complete when it returns
+  //! (staged()).
   void copy_on(cudaStream_t stream, void* dst, const void* src, std::size_t bytes) {
     if (bytes == 0) return;
+    auto* to = static_cast<std::byte*>(dst);
+    const auto* from = static_cast<const std::byte*>(src);
     if (is_rma_address(dst) && is_rma_address(src)) { // peer to peer: a get, then a put
-      std::lock_guard lock(staging_mutex_);
-      for (std::size_t done = 0; done < bytes; done += staging_bytes) {
-        const std::size_t n = std::min(staging_bytes, bytes - done);
-        nvshmemx_getmem_on_stream(staging_, rma_local(static_cast<const std::byte*>(src) + done), n, rma_pe(src),
-                                  stream);
-        nvshmemx_putmem_on_stream(rma_local(static_cast<std::byte*>(dst) + done), staging_, n, rma_pe(dst), stream);
-      }
-      SYMM_TRY_CUDA(cudaStreamSynchronize(stream)); // the staging buffer is free again
+      staged(stream, bytes, [&](std::size_t done, std::size_t n) {
+        nvshmemx_getmem_on_stream(staging_, rma_local(from + done), n, rma_pe(src), stream);
+        nvshmemx_putmem_on_stream(rma_local(to + done), staging_, n, rma_pe(dst), stream);
+      });
     } else if (is_rma_address(dst)) {
       put_on(stream, dst, src, bytes, nullptr, 0, 0);
     } else if (in_heap(dst)) {
       nvshmemx_getmem_on_stream(dst, rma_local(src), bytes, rma_pe(src), stream);
     } else {
-      std::lock_guard lock(staging_mutex_);
-      for (std::size_t done = 0; done < bytes; done += staging_bytes) {
-        const std::size_t n = std::min(staging_bytes, bytes - done);
-        nvshmemx_getmem_on_stream(staging_, rma_local(static_cast<const std::byte*>(src) + done), n, rma_pe(src),
-                                  stream);
-        SYMM_TRY_CUDA(cudaMemcpyAsync(static_cast<std::byte*>(dst) + done, staging_, n, cudaMemcpyDefault, stream));
-      }
-      SYMM_TRY_CUDA(cudaStreamSynchronize(stream));
+      staged(stream, bytes, [&](std::size_t done, std::size_t n) {
+        nvshmemx_getmem_on_stream(staging_, rma_local(from + done), n, rma_pe(src), stream);
+        SYMM_TRY_CUDA(cudaMemcpyAsync(to + done, staging_, n, cudaMemcpyDefault, stream));
+      });
     }
     SYMM_TRY_CUDA(cudaGetLastError());
   }
@@ -185,19 +178,26 @@ public:
     } else if (in_heap(src)) {
       put_piece(to, src, bytes, true);
     } else {
-      std::lock_guard lock(staging_mutex_);
-      for (std::size_t done = 0; done < bytes; done += staging_bytes) {
-        const std::size_t n = std::min(staging_bytes, bytes - done);
+      staged(stream, bytes, [&](std::size_t done, std::size_t n) {
         SYMM_TRY_CUDA(
             cudaMemcpyAsync(staging_, static_cast<const std::byte*>(src) + done, n, cudaMemcpyDefault, stream));
         put_piece(to + done, staging_, n, done + n == bytes);
-      }
-      SYMM_TRY_CUDA(cudaStreamSynchronize(stream));
+      });
     }
     SYMM_TRY_CUDA(cudaGetLastError());
   }
 
 private:
+  //! Runs `piece(done, n)` for each staging-sized piece [done, done + n) of `bytes`, ordered on `stream`, holding the
+  //! staging buffer; waits for the stream before handing the buffer to the next caller.
+  template <class Piece>
+  void staged(cudaStream_t stream, std::size_t bytes, const Piece& piece) {
+    std::lock_guard lock(staging_mutex_);
+    for (std::size_t done = 0; done < bytes; done += staging_bytes)
+      piece(done, std::min(staging_bytes, bytes - done));
+    SYMM_TRY_CUDA(cudaStreamSynchronize(stream));
+  }
+
   [[nodiscard]] bool in_heap(const void* p) const noexcept {
     auto* b = static_cast<const std::byte*>(p);
     return b >= heap_ && b < heap_ + heap_bytes_;
