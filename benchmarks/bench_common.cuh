@@ -59,6 +59,11 @@ namespace bench {
 inline constexpr int exit_skip = 77; // the automake / meson "skipped" exit status
 inline constexpr std::size_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
 
+// atomic_fetch_add_lat cycles over this many words, this many ints apart (4 KiB), in every implementation: the latency
+// on one word moved between runs of the same code (0.16 to 0.25 us on the H200), as the word's L2 home (the near or
+// far partition) would make it, and each implementation's word lies elsewhere; over a spread of words all average alike.
+inline constexpr int lat_spread_words = 32, lat_spread_stride = 1024;
+
 // ---- messages and checks ------------------------------------------------------------------------------------------
 inline constexpr int max_pes = 32;    // --pes upper bound (one node; the raw kernels' peer tables have this size)
 inline int g_pe = -1;                 // this process's PE, for messages (-1 before the fork)

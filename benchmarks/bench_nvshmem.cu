@@ -90,10 +90,11 @@ __global__ void nv_g_lat(const int* src, int mask, int peer, long long iters, in
   *sink = v;
 }
 
+// atomic_fetch_add_lat: dependent nvshmem_int_atomic_fetch_add over lat_spread_words words (as raw's).
 __global__ void nv_atomic_lat(int* dst, int mask, int peer, long long iters, int* sink) {
   int old = 0;
   for (long long i = 0; i < iters; ++i)
-    old = nvshmem_int_atomic_fetch_add(dst + (old & mask), 1, peer);
+    old = nvshmem_int_atomic_fetch_add(dst + (i % lat_spread_words) * lat_spread_stride + (old & mask), 1, peer);
   *sink = old;
 }
 

@@ -120,11 +120,12 @@ __global__ void raw_g_lat(const int* peer, int mask, long long iters, int* sink)
   *sink = v;
 }
 
-// atomic_fetch_add_lat: dependent fetch-adds on a peer word, one thread.
+// atomic_fetch_add_lat: dependent fetch-adds on peer words (the next address depends on the value: mask is 0 at run
+// time), cycling over lat_spread_words words, one thread.
 __global__ void raw_atomic_lat(int* peer, int mask, long long iters, int* sink) {
   int old = 0;
   for (long long i = 0; i < iters; ++i)
-    old = atomicAdd_system(peer + (old & mask), 1);
+    old = atomicAdd_system(peer + (i % lat_spread_words) * lat_spread_stride + (old & mask), 1);
   *sink = old;
 }
 

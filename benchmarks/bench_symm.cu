@@ -95,29 +95,33 @@ __global__ void pingpong(symm::array_ref<int> flag, int pe, int base, long long 
   }
 }
 
-// pingpong_signal: put_signal of an 8-byte payload (data, then the signal with release order), answered the same
-// way; the waiting side waits on its own signal (acquire). One round trip per iteration.
+// pingpong_signal: put_signal of an 8-byte payload from a local source word (data, then the signal with release
+// order), answered the same way; the waiting side waits on its own signal (acquire). One round trip per iteration. The
+// source is not rewritten in the loop, as in NVSHMEM's kernel (a store the put then loads back costs ~0.3 us a round
+// trip: raw's thread_staged row).
 __global__ void pingpong_signal(symm::array_ref<std::uint64_t> payload, symm::signal_ref sig, int pe,
                                 std::uint64_t base, long long iters) {
   const int peer = 1 - pe;
   auto thread = symm::this_thread();
-  std::uint64_t* out = payload.local().data() + 1; // the word put; the peer's word 0 receives it
+  const std::uint64_t* out = payload.local().data() + 1; // the word put; the peer's word 0 receives it
   for (long long i = 1; i <= iters; ++i) {
     const std::uint64_t v = base + static_cast<std::uint64_t>(i);
     if (pe != 0) symm::signal_wait_until(sig, symm::cmp::ge, v);
-    *out = v;
     symm::put_signal(thread, symm::remote(payload, peer).first(1), cuda::std::span<const std::uint64_t, 1>(out, 1),
                      symm::remote(sig, peer), v, symm::signal_op::set);
     if (pe == 0) symm::signal_wait_until(sig, symm::cmp::ge, v);
   }
 }
 
-// atomic_fetch_add_lat: dependent fetch-adds on a peer word (relaxed, as atomicAdd_system), one thread.
+// atomic_fetch_add_lat: dependent fetch-adds on peer words (relaxed, as atomicAdd_system) over lat_spread_words words,
+// as raw's, one thread.
 __global__ void atomic_lat(symm::array_ref<int> target, int peer, int mask, long long iters, int* sink) {
   int old = 0;
   auto remote = symm::remote(target, peer);
-  for (long long i = 0; i < iters; ++i)
-    old = remote[static_cast<std::size_t>(old & mask)].fetch_add(1, cuda::memory_order_relaxed);
+  for (long long i = 0; i < iters; ++i) {
+    const auto index = static_cast<std::size_t>((i % lat_spread_words) * lat_spread_stride + (old & mask));
+    old = remote[index].fetch_add(1, cuda::memory_order_relaxed);
+  }
   *sink = old;
 }
 
@@ -221,6 +225,8 @@ void latency_points(context& c, state& s) {
   };
   const int peer = 1 - c.pe;
   symm::array_ref<int> words = *s.words;
+  // The second half of words: atomic_lat's spread (the first holds p_lat's words and pingpong's flag and payload).
+  symm::array_ref<int> atomic_words = words.subarray(words.size() / 2, words.size() / 2);
   symm::array_ref<char> src_bytes = *s.src;
   if (c.opt.wants("p_lat", "thread")) {
     set_step("symm p_lat");
@@ -240,7 +246,7 @@ void latency_points(context& c, state& s) {
     set_step("symm atomic_fetch_add_lat");
     emit("atomic_fetch_add_lat", "thread", 4,
          one_sided(c, direction::put, nullptr, 4, 0, c.opt.lat_target_ms, [&](long long n) {
-           atomic_lat<<<1, 1, 0, c.stream>>>(words, peer, 0, n, s.sink);
+           atomic_lat<<<1, 1, 0, c.stream>>>(atomic_words, peer, 0, n, s.sink);
          }));
   }
   if (c.opt.wants("atomic_fetch_add_tput", "grid")) {
@@ -369,7 +375,7 @@ int main(int argc, char** argv) {
   {
     symm::world world({.backend = backend, .heap_size = 2 * region + 8 * MiB, .device = c.device});
     symm::array<char> src(world, region), dst(world, region);
-    symm::array<int> words(world, 4096);
+    symm::array<int> words(world, 2 * lat_spread_words * lat_spread_stride);
     symm::signal signal(world);
     int* sink = nullptr;
     BENCH_CUDA(cudaMalloc(&sink, sizeof(int)));
