@@ -61,7 +61,8 @@ inline constexpr std::size_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
 
 // atomic_fetch_add_lat cycles over this many words, this many ints apart (4 KiB), in every implementation: the latency
 // on one word moved between runs of the same code (0.16 to 0.25 us on the H200), as the word's L2 home (the near or
-// far partition) would make it, and each implementation's word lies elsewhere; over a spread of words all average alike.
+// far partition) would make it, and each implementation's word lies elsewhere; over a spread of words all average
+// alike.
 inline constexpr int lat_spread_words = 32, lat_spread_stride = 1024;
 
 // ---- messages and checks ------------------------------------------------------------------------------------------

@@ -81,8 +81,8 @@ group_copy(unsigned rank, unsigned count, void* dst_, const void* src_, std::siz
 }
 
 //! One thread copies alone (symm::this_thread()): the same 16-byte vectors, then the tail in 8/4/2/1-byte pieces, which
-//! the vectors leave 16-byte aligned (no thread shares the tail with it, so one wide access beats a byte loop: an 8-byte
-//! put is one load and one store, not eight).
+//! the vectors leave 16-byte aligned (no thread shares the tail with it, so one wide access beats a byte loop: an
+//! 8-byte put is one load and one store, not eight).
 SYMM_DEVICE SYMM_FORCEINLINE void thread_copy(void* dst_, const void* src_, std::size_t bytes) {
   auto* dst = static_cast<unsigned char*>(dst_);
   auto* src = static_cast<const unsigned char*>(src_);
@@ -115,7 +115,8 @@ group_copy(const Group& group, void* dst, std::size_t dst_bytes, const void* src
     return;
   }
   if constexpr (std::is_same_v<Group, single_thread>) thread_copy(dst, src, bytes);
-  else group_copy(static_cast<unsigned>(group.thread_rank()), static_cast<unsigned>(group.num_threads()), dst, src, bytes);
+  else
+    group_copy(static_cast<unsigned>(group.thread_rank()), static_cast<unsigned>(group.num_threads()), dst, src, bytes);
 }
 
 } // namespace detail
