@@ -81,14 +81,27 @@ inline void futex_wait(std::uint32_t* word, std::uint32_t expected, std::chrono:
   ::syscall(SYS_futex, word, FUTEX_WAIT, expected, &ts, nullptr, 0);
 }
 
+//! Where liveness looks when the PEs coordinate over the network (detail/net_coordination.hpp): the other PEs' state
+//! arrives as messages on sockets, not in control pages (which may be on other nodes).
+class peer_monitor {
+public:
+  //! Reads what the peers sent without blocking; throws errc::peer_failed as liveness::check does.
+  virtual void check(std::string_view what) = 0;
+
+protected:
+  ~peer_monitor() = default;
+};
+
 //! Everything a waiting PE checks so that it never waits forever for a PE that is gone.
 class liveness {
 public:
   liveness() = default;
-  liveness(std::span<pe_control* const> pages, int my_pe) : pages_(pages), my_pe_(my_pe) {}
+  liveness(std::span<pe_control* const> pages, int my_pe, peer_monitor* network = nullptr)
+      : pages_(pages), my_pe_(my_pe), network_(network) {}
 
   //! Throws errc::peer_failed when some PE failed, finalized early or no longer exists. `what` names the wait.
   void check(std::string_view what) const {
+    if (network_ != nullptr) return network_->check(what);
     for (int p = 0; p < static_cast<int>(pages_.size()); ++p) {
       if (p == my_pe_) continue;
       pe_control& page = *pages_[static_cast<std::size_t>(p)];
@@ -118,6 +131,7 @@ public:
 private:
   std::span<pe_control* const> pages_;
   int my_pe_ = -1;
+  peer_monitor* network_ = nullptr; // set when the PEs coordinate over the network: then it alone is asked
 };
 
 //! Waits until `done()` holds; spins briefly, then sleeps on the futex at `word` (woken by whoever changes it), and

@@ -25,6 +25,8 @@ struct job_info {
   std::string job_dir; //!< private directory (mode 0700) holding the rendezvous socket
   std::string token;   //!< secret every joining PE presents; empty when the launcher gives none
   std::string source;  //!< which launcher the values came from, for messages
+  //! "host:port" where PE 0 listens for a TCP rendezvous (a job across nodes); empty: the Unix socket in job_dir
+  std::string bootstrap_addr = {};
 };
 
 //! Set by symm::launch for the PEs it starts; takes precedence over the environment.
@@ -82,8 +84,29 @@ inline std::string derived_job_dir(std::string_view job_key) {
 
 //! Reads the launcher's variables: symmrun's first, then Open MPI, PMI (MPICH, Intel MPI), Slurm and torchrun.
 //! Throws errc::environment when none is set, naming the variables it looked for.
+//! The TCP rendezvous address: SYMM_BOOTSTRAP_ADDR, else under torchrun MASTER_ADDR with MASTER_PORT + 1 (torchrun's
+//! own store listens on MASTER_PORT itself); empty when neither is set (the Unix socket of one node).
+inline std::string bootstrap_addr_from_env(std::string_view source) {
+  if (auto addr = get_env("SYMM_BOOTSTRAP_ADDR"); addr && !addr->empty()) return *addr;
+  if (source != "torchrun") return {};
+  auto host = get_env("MASTER_ADDR");
+  auto port = env_int("MASTER_PORT");
+  if (!host || host->empty() || !port) return {};
+  if (*port >= 65535) {
+    SYMM_THROW(errc::environment,
+               "MASTER_PORT={}: symm's rendezvous listens on MASTER_PORT + 1, which is not a port; set "
+               "SYMM_BOOTSTRAP_ADDR=host:port",
+               *port);
+  }
+  return fmt::format("{}:{}", *host, *port + 1);
+}
+
 inline job_info job_from_environment() {
-  if (launched_job) return *launched_job;
+  if (launched_job) {
+    job_info launched = *launched_job;
+    if (launched.bootstrap_addr.empty()) launched.bootstrap_addr = bootstrap_addr_from_env(launched.source);
+    return launched;
+  }
   job_info info;
   auto take =
       [&](const char* rank, const char* size, const char* local_rank, const char* local_size, const char* source) {
@@ -123,6 +146,9 @@ inline job_info job_from_environment() {
                "SLURM_PROCID/NTASKS or RANK/WORLD_SIZE is set. Start the program with `symmrun -n N prog`, an MPI "
                "or Slurm launcher, or run PEs inside one program with symm::launch(n, fn)");
   }
+  // Other launchers give no token of their own: the user exports one for the job (a TCP rendezvous requires it).
+  if (info.token.empty()) info.token = get_env("SYMM_JOB_TOKEN").value_or("");
+  info.bootstrap_addr = bootstrap_addr_from_env(info.source);
   if (info.n_pes < 1)
     SYMM_THROW(errc::environment, "{}: the job size is {}, it must be at least 1", info.source, info.n_pes);
   if (info.pe >= info.n_pes) {

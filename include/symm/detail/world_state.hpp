@@ -1,5 +1,7 @@
 // symm/detail/world_state.hpp: what a live world owns — the bootstrap, the control pages, the heap mappings, the peer
-// table and the allocator — and the host-side operations every public type routes through.
+// table and the allocator — and the host-side operations every public type routes through. Host barriers, agreement
+// and liveness go through the control pages when the PEs share one node, over the network mesh (net_coordination)
+// when they span several (or SYMM_COORDINATION=network).
 #pragma once
 
 #include <symm/detail/backend/host/copy_engine.hpp>
@@ -7,6 +9,8 @@
 #include <symm/detail/bootstrap/bootstrap.hpp>
 #include <symm/detail/control_segment.hpp>
 #include <symm/detail/heap_allocator.hpp>
+#include <symm/detail/job_layout.hpp>
+#include <symm/detail/net_coordination.hpp>
 #include <symm/detail/peer_table.hpp>
 #if SYMM_CUDA_BACKEND()
 #  include <symm/detail/backend/cuda/cuda_heap.hpp>
@@ -138,11 +142,27 @@ public:
                      ? options.bootstrap_timeout
                      : std::chrono::milliseconds(env_int("SYMM_BOOTSTRAP_TIMEOUT_MS").value_or(60000));
     boot_ = std::make_unique<bootstrap>(job_, timeout);
+    job_layout layout = detect_layout(*boot_);
+    if (kind_ != symm::backend::nvshmem && (layout.n_nodes > 1 || boot_->over_tcp())) {
+      // Every PE sees the same layout, so all refuse alike: nobody is left waiting.
+      SYMM_THROW(errc::unsupported,
+                 "PE {}: the {} backend cannot make a world across nodes ({}{}): it shares each PE's heap through file "
+                 "descriptors passed over a Unix socket of one node. Use SYMM_BACKEND=nvshmem for a world across "
+                 "nodes (or, on one node, unset SYMM_BOOTSTRAP_ADDR and SYMM_NODE_NAME)",
+                 job_.pe, to_string(kind_), describe_nodes(layout),
+                 boot_->over_tcp() ? fmt::format("; met over {}", boot_->where()) : std::string{});
+    }
+    // Over TCP no descriptor can travel: each PE keeps only its own control page (host_heap).
     host_ = std::make_unique<host_heap>(*boot_, kind_ == symm::backend::host ? heap_bytes_ : 0);
     controls_.assign(host_->controls(), host_->controls() + job_.n_pes);
     all_pes_.resize(static_cast<std::size_t>(job_.n_pes));
     std::iota(all_pes_.begin(), all_pes_.end(), 0);
-    live_ = liveness(controls_, job_.pe);
+    if (layout.mode == coordination::network) {
+      net_ = std::make_unique<net_coordination>(*boot_, std::move(layout), timeout);
+      live_ = liveness(controls_, job_.pe, net_.get());
+    } else {
+      live_ = liveness(controls_, job_.pe);
+    }
     pe_control& mine = *controls_[static_cast<std::size_t>(job_.pe)];
     atomic_at(mine.pid).store(static_cast<std::uint32_t>(::getpid()), std::memory_order_relaxed);
     atomic_at(mine.state).store(static_cast<std::uint32_t>(pe_state::running), std::memory_order_release);
@@ -203,6 +223,7 @@ public:
       alive_ = false;
       if (atomic_at(mine.state).load() != static_cast<std::uint32_t>(pe_state::failed)) {
         atomic_at(mine.state).store(static_cast<std::uint32_t>(pe_state::finalized), std::memory_order_release);
+        if (net_) net_->mark_finalized();
       }
     }
     engine_.reset();
@@ -211,13 +232,15 @@ public:
 #endif
   }
 
-  //! Records why this PE failed in its control page, where every waiting PE looks.
+  //! Records why this PE failed in its control page, where every waiting PE looks (over the network: sends it to
+  //! every PE).
   void mark_failed(std::string_view why) noexcept {
     pe_control& mine = *controls_[static_cast<std::size_t>(job_.pe)];
     std::size_t n = std::min(why.size(), sizeof(mine.failure) - 1);
     std::memcpy(mine.failure, why.data(), n);
     mine.failure[n] = '\0';
     atomic_at(mine.state).store(static_cast<std::uint32_t>(pe_state::failed), std::memory_order_release);
+    if (net_) return net_->mark_failed(why);
     for (auto* page : controls_) {
       for (auto& channel : page->barriers)
         futex_wake_all(&channel.generation); // team barriers too
@@ -255,6 +278,10 @@ public:
   }
   [[nodiscard]] const liveness& peers() const noexcept {
     return live_;
+  }
+  //! Whether host barriers, agreement and liveness go over the network mesh rather than the control pages.
+  [[nodiscard]] bool network_coordination() const noexcept {
+    return net_ != nullptr;
   }
   [[nodiscard]] pe_control& control(int pe) const noexcept {
     return *controls_[static_cast<std::size_t>(pe)];
@@ -306,12 +333,14 @@ public:
   //! Barrier of all PEs through the control pages (no sockets, no sleeps with fixed delays).
   void barrier(std::string_view what = "barrier_all") {
     require_alive(what);
+    if (net_) return net_->barrier(all_pes_, 0, what);
     barrier_wait(controls_[0]->barriers[0], static_cast<std::uint32_t>(job_.n_pes), live_, what);
   }
 
-  //! Barrier of a team's PEs, on the team's channel of its root's control page.
+  //! Barrier of a team's PEs, on the team's channel of its root's control page (or through its root over the network).
   void barrier(const collective_group& group, std::string_view what) {
     require_alive(what);
+    if (net_) return net_->barrier(group.members, group.channel, what);
     barrier_wait(control(group.members[0]).barriers[group.channel], static_cast<std::uint32_t>(group.members.size()),
                  live_, what);
   }
@@ -394,11 +423,18 @@ public:
   //! the team's slots belong to the channel's next team and must not be read.
   //!
   //! Slots are indexed by the team's channel and the parity of its sequence: a PE writes slot s + 2 only after the
-  //! barrier of operation s + 1, which every member reaches after it finished reading the slots of operation s.
+  //! barrier of operation s + 1, which every member reaches after it finished reading the slots of operation s. Over
+  //! the network the team's root gathers the requests and hands the table to every member.
   void agree(collective_request request, const collective_group& group, std::string_view what,
              std::vector<collective_request>* gathered = nullptr, bool check = true) {
     require_alive(what);
     request.sequence = ++*group.sequence;
+    if (net_) {
+      std::vector<collective_request> table = net_->exchange(group.members, group.channel, request, what);
+      if (gathered != nullptr) *gathered = table;
+      if (check && SYMM_CHECK_LEVEL(1)) compare_requests(request, group, what, [&](std::size_t i) { return table[i]; });
+      return;
+    }
     auto slot = [&](int pe) -> collective_request& {
       return control(pe).requests[group.channel][request.sequence & 1];
     };
@@ -410,9 +446,18 @@ public:
         gathered->push_back(slot(pe));
     }
     if (!check || !SYMM_CHECK_LEVEL(1)) return;
+    compare_requests(request, group, what, [&](std::size_t i) { return slot(group.members[i]); });
+  }
+
+private:
+  //! Throws errc::allocation_mismatch with each member's request when they differ from this PE's. `request_of(i)`:
+  //! the request of member i (team order).
+  template <class RequestOf>
+  void compare_requests(const collective_request& request, const collective_group& group, std::string_view what,
+                        RequestOf&& request_of) const {
     bool same = true, heap_only = true;
-    for (int pe : group.members) {
-      const collective_request& theirs = slot(pe);
+    for (std::size_t i = 0; i < group.members.size(); ++i) {
+      const collective_request theirs = request_of(i);
       same = same && theirs.sequence == request.sequence && theirs.kind == request.kind &&
              std::equal(std::begin(theirs.args), std::end(theirs.args), std::begin(request.args));
       heap_only = heap_only && (theirs.kind == collective_kind::allocate || theirs.kind == collective_kind::free);
@@ -422,8 +467,8 @@ public:
     std::string table;
     for (std::size_t i = 0; i < group.members.size(); ++i) {
       int pe = group.members[i];
-      table += whole_world ? fmt::format("\n  PE {}: {}", pe, describe(slot(pe)))
-                           : fmt::format("\n  PE {} (team PE {}): {}", pe, i, describe(slot(pe)));
+      table += whole_world ? fmt::format("\n  PE {}: {}", pe, describe(request_of(i)))
+                           : fmt::format("\n  PE {} (team PE {}): {}", pe, i, describe(request_of(i)));
     }
     if (heap_only) {
       SYMM_THROW(errc::allocation_mismatch,
@@ -438,7 +483,6 @@ public:
                job_.pe, what, group.name, table);
   }
 
-private:
   static std::int64_t to_arg(std::size_t value) noexcept {
     return static_cast<std::int64_t>(value);
   }
@@ -448,6 +492,7 @@ private:
   std::size_t heap_bytes_ = 0;
   std::unique_ptr<bootstrap> boot_;
   std::unique_ptr<host_heap> host_;
+  std::unique_ptr<net_coordination> net_; // set when the PEs coordinate over the network
   std::vector<pe_control*> controls_;
   liveness live_;
   std::vector<std::byte*> peer_bases_;

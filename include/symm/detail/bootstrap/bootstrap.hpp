@@ -1,13 +1,16 @@
 // symm/detail/bootstrap/bootstrap.hpp: how the PEs of a job find each other and exchange what the backends need.
 //
 // A star over a Unix socket: PE 0 listens on <job_dir>/boot.sock, every other PE connects and presents the job's
-// token. Each message carries a sequence number and a step tag, so PEs that call the collective steps in different
-// orders get an error naming both steps instead of exchanging the wrong data. Every wait has a deadline and the
-// timeout message names the PEs that never came. Used at init and finalize only; barriers in between go through
-// shared memory (control_segment).
+// token. Across nodes (SYMM_BOOTSTRAP_ADDR=host:port) the star is over TCP instead: PE 0 listens on that port, and the
+// job token is required, since any process on the network could otherwise join; descriptors cannot travel then
+// (allgather_fd refuses). Each message carries a sequence number and a step tag, so PEs that call the collective steps
+// in different orders get an error naming both steps instead of exchanging the wrong data. Every wait has a deadline
+// and the timeout message names the PEs that never came. Used at init and finalize only; barriers in between go
+// through shared memory (control_segment) or the network mesh (net_coordination).
 #pragma once
 
 #include <symm/detail/bootstrap/socket.hpp>
+#include <symm/detail/bootstrap/tcp.hpp>
 #include <symm/detail/env.hpp>
 
 #include <fcntl.h>
@@ -71,7 +74,24 @@ class bootstrap {
 public:
   //! Joins the job described by `job`; returns when all PEs are connected. Throws on timeout, naming missing PEs.
   bootstrap(const job_info& job, std::chrono::milliseconds timeout)
-      : pe_(job.pe), n_pes_(job.n_pes), timeout_(timeout), socket_path_(job.job_dir + "/boot.sock") {
+      : pe_(job.pe), n_pes_(job.n_pes), timeout_(timeout), socket_path_(job.job_dir + "/boot.sock"),
+        tcp_(!job.bootstrap_addr.empty()) {
+    where_ = tcp_ ? fmt::format("TCP address {}", job.bootstrap_addr) : socket_path_;
+    if (tcp_) {
+      if (job.token.empty()) {
+        SYMM_THROW(errc::bootstrap,
+                   "PE {}: a TCP rendezvous (at {}) needs a job token, or any process on the network could join the "
+                   "job; export one to every PE before starting it, e.g. `export SYMM_JOB_TOKEN=$(openssl rand -hex "
+                   "16)` before srun (mpirun: add -x SYMM_JOB_TOKEN)",
+                   pe_, job.bootstrap_addr);
+      }
+      if (job.token.size() >= sizeof(hello_body{}.token)) {
+        SYMM_THROW(errc::bootstrap, "PE {}: SYMM_JOB_TOKEN has {} characters; at most {} are allowed", pe_,
+                   job.token.size(), sizeof(hello_body{}.token) - 1);
+      }
+      auto [host, port] = split_host_port(job.bootstrap_addr, "SYMM_BOOTSTRAP_ADDR");
+      root_ = resolve_tcp(host, port, "SYMM_BOOTSTRAP_ADDR");
+    }
     if (n_pes_ == 1) return;
     auto deadline = deadline_clock::now() + timeout_;
     if (pe_ == 0) listen_and_accept(job, deadline);
@@ -81,11 +101,21 @@ public:
   bootstrap(const bootstrap&) = delete;
   bootstrap& operator=(const bootstrap&) = delete;
   ~bootstrap() {
-    if (pe_ == 0 && listener_) ::unlink(socket_path_.c_str());
+    if (pe_ == 0 && listener_ && !tcp_) ::unlink(socket_path_.c_str());
   }
 
   [[nodiscard]] int pe() const noexcept { return pe_; }
   [[nodiscard]] int n_pes() const noexcept { return n_pes_; }
+  //! Whether the PEs met over TCP (SYMM_BOOTSTRAP_ADDR) rather than the Unix socket of one node.
+  [[nodiscard]] bool over_tcp() const noexcept { return tcp_; }
+  //! Where the PEs meet, for messages: the socket path or "TCP address host:port".
+  [[nodiscard]] const std::string& where() const noexcept { return where_; }
+  //! This PE's address on the interface that reaches PE 0 (PE 0: the one the others reached it on); for the mesh of
+  //! network coordination. Over the Unix socket, or with one PE, the loopback address.
+  [[nodiscard]] tcp_endpoint local_tcp_address() const {
+    if (!tcp_ || n_pes_ == 1) return loopback_endpoint();
+    return local_endpoint(pe_ == 0 ? peers_[1].get() : peers_[0].get());
+  }
 
   //! Every PE contributes `mine` (same length everywhere); every PE gets all contributions in PE order.
   std::vector<std::byte> allgather(std::span<const std::byte> mine) {
@@ -118,6 +148,13 @@ public:
 
   //! Every PE contributes one descriptor; every PE receives all of them (its own duplicated) in PE order.
   std::vector<unique_fd> allgather_fd(int mine) {
+    if (tcp_) {
+      SYMM_THROW(errc::unsupported,
+                 "PE {}: file descriptors cannot be passed over the TCP rendezvous ({}): only a Unix socket on one "
+                 "node carries them, so a backend that shares its heap through them (host, cuda) cannot make a world "
+                 "across nodes; use SYMM_BACKEND=nvshmem there, or unset SYMM_BOOTSTRAP_ADDR on one node",
+                 pe_, where_);
+    }
     std::vector<unique_fd> all(static_cast<std::size_t>(n_pes_));
     all[static_cast<std::size_t>(pe_)].reset(SYMM_TRY_SYS(::fcntl(mine, F_DUPFD_CLOEXEC, 0)));
     if (n_pes_ == 1) return all;
@@ -153,9 +190,14 @@ public:
   }
 
 private:
+  struct hello_body {
+    std::int32_t pe, n_pes;
+    char token[64];
+  };
+
   deadline_clock::time_point next_deadline() const { return deadline_clock::now() + timeout_; }
 
-  void listen_and_accept(const job_info& job, deadline_clock::time_point deadline) {
+  void listen_on_unix_socket(const job_info& job) {
     ensure_private_dir(job.job_dir);
     ::unlink(socket_path_.c_str()); // a stale socket of an earlier job with the same directory
     listener_.reset(SYMM_TRY_SYS(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)));
@@ -163,6 +205,22 @@ private:
     SYMM_TRY_SYS(::bind(listener_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)));
     SYMM_TRY_SYS(::chmod(socket_path_.c_str(), 0600));
     SYMM_TRY_SYS(::listen(listener_.get(), 4096));
+  }
+
+  void listen_on_tcp_port() {
+    listener_.reset(listen_tcp(root_, /*wildcard_fallback=*/true));
+    if (!listener_) {
+      int error = errno;
+      SYMM_THROW(errc::bootstrap, "PE 0 cannot listen at {} for the other PEs: {}{}", where_, std::strerror(error),
+                 error == EADDRINUSE ? "; pick another port in SYMM_BOOTSTRAP_ADDR"
+                                     : "; SYMM_BOOTSTRAP_ADDR must name "
+                                       "the node where PE 0 runs");
+    }
+  }
+
+  void listen_and_accept(const job_info& job, deadline_clock::time_point deadline) {
+    if (tcp_) listen_on_tcp_port();
+    else listen_on_unix_socket(job);
     peers_.resize(static_cast<std::size_t>(n_pes_));
     int joined = 1;
     while (joined < n_pes_) {
@@ -174,18 +232,18 @@ private:
         SYMM_THROW(errc::timeout,
                    "PE 0 waited {} ms at {} for all {} PEs to join; these never came: PE {}. Were they "
                    "started with the same job ({} variables)?",
-                   timeout_.count(), socket_path_, n_pes_, missing, job.source);
+                   timeout_.count(), where_, n_pes_, missing, job.source);
       }
       unique_fd conn(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
       if (!conn) continue;
-      struct hello_body {
-        std::int32_t pe, n_pes;
-        char token[64];
-      } hello{};
+      if (tcp_) tune_tcp(conn.get());
+      hello_body hello{};
       boot_header h{};
-      if (recv_all(conn.get(), std::as_writable_bytes(std::span(&h, 1)), deadline) != io_status::ok ||
+      // A real PE sends its hello at once; a stray connection (a port scanner) must not hold up the others.
+      auto hello_deadline = std::min(deadline, deadline_clock::now() + std::chrono::seconds(2));
+      if (recv_all(conn.get(), std::as_writable_bytes(std::span(&h, 1)), hello_deadline) != io_status::ok ||
           h.magic != boot_header{}.magic || h.step != boot_step::hello || h.length != sizeof(hello) ||
-          recv_all(conn.get(), std::as_writable_bytes(std::span(&hello, 1)), deadline) != io_status::ok) {
+          recv_all(conn.get(), std::as_writable_bytes(std::span(&hello, 1)), hello_deadline) != io_status::ok) {
         continue; // not one of ours, or gone: keep waiting for the real PEs
       }
       std::string_view reason;
@@ -206,35 +264,47 @@ private:
     }
     for (int p = 1; p < n_pes_; ++p)
       send_header(p, boot_step::welcome, 0, deadline);
+    // Everyone came: stop listening, so that a PE of this process's next world cannot reach this one's socket.
+    if (!tcp_) ::unlink(socket_path_.c_str());
+    listener_.reset();
+  }
+
+  //! One attempt to reach PE 0; false (errno set) when it does not listen yet.
+  bool try_connect(deadline_clock::time_point deadline) {
+    if (tcp_) {
+      peers_[0].reset(connect_tcp(root_, deadline));
+      return static_cast<bool>(peers_[0]);
+    }
+    sockaddr_un addr = unix_address(socket_path_);
+    unique_fd s(SYMM_TRY_SYS(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)));
+    if (::connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return false;
+    peers_[0] = std::move(s);
+    return true;
   }
 
   void connect_to_root(const job_info& job, deadline_clock::time_point deadline) {
     peers_.resize(1);
-    sockaddr_un addr = unix_address(socket_path_);
     auto pause = std::chrono::microseconds(200);
     for (;;) {
-      unique_fd s(SYMM_TRY_SYS(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)));
-      if (::connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-        peers_[0] = std::move(s);
-        break;
-      }
-      if (errno != ENOENT && errno != ECONNREFUSED && errno != EAGAIN && errno != EINTR) {
-        SYMM_THROW(errc::bootstrap, "PE {} cannot connect to {}: {}", pe_, socket_path_, std::strerror(errno));
+      if (try_connect(deadline)) break;
+      // Over TCP, PE 0's node may still be booting its network, or its process not listening yet.
+      const bool not_yet = errno == ENOENT || errno == ECONNREFUSED || errno == EAGAIN || errno == EINTR ||
+                           (tcp_ && (errno == ETIMEDOUT || errno == EHOSTUNREACH || errno == ENETUNREACH ||
+                                     errno == ECONNRESET || errno == ECONNABORTED));
+      if (!not_yet) {
+        SYMM_THROW(errc::bootstrap, "PE {} cannot connect to {}: {}", pe_, where_, std::strerror(errno));
       }
       if (deadline_clock::now() > deadline) {
         SYMM_THROW(errc::timeout,
-                   "PE {} waited {} ms for PE 0's rendezvous socket {}; PE 0 never listened there. "
+                   "PE {} waited {} ms for PE 0's rendezvous at {}; PE 0 never listened there. "
                    "Was PE 0 started, with the same job ({})?",
-                   pe_, timeout_.count(), socket_path_, job.source);
+                   pe_, timeout_.count(), where_, job.source);
       }
       // Start-up only: PE 0 may not have bound its socket yet.
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::microseconds(20000));
     }
-    struct hello_body {
-      std::int32_t pe, n_pes;
-      char token[64];
-    } hello{pe_, n_pes_, {}};
+    hello_body hello{pe_, n_pes_, {}};
     std::memcpy(hello.token, job.token.data(), std::min(job.token.size(), sizeof(hello.token) - 1));
     send_header(0, boot_step::hello, sizeof(hello), deadline);
     check_io(send_all(peers_[0].get(), std::as_bytes(std::span(&hello, 1)), deadline), 0, boot_step::hello);
@@ -243,7 +313,7 @@ private:
     if (h.step == boot_step::refused) {
       std::string text(h.length, '\0');
       (void) recv_all(peers_[0].get(), std::as_writable_bytes(std::span(text.data(), text.size())), deadline);
-      SYMM_THROW(errc::bootstrap, "PE {} was refused by the job at {}: {}", pe_, socket_path_, text);
+      SYMM_THROW(errc::bootstrap, "PE {} was refused by the job at {}: {}", pe_, where_, text);
     }
     if (h.step != boot_step::welcome) {
       SYMM_THROW(errc::bootstrap, "PE {} expected a welcome from PE 0, got step '{}'", pe_, to_string(h.step));
@@ -311,6 +381,9 @@ private:
   int n_pes_;
   std::chrono::milliseconds timeout_;
   std::string socket_path_;
+  bool tcp_ = false;
+  tcp_endpoint root_; // over TCP: where PE 0 listens
+  std::string where_;
   unique_fd listener_;
   std::vector<unique_fd> peers_; // PE 0: one per PE (index 0 unused); others: [0] is PE 0
   std::uint32_t seq_ = 0;

@@ -1,6 +1,8 @@
 // symm/detail/backend/host/host_heap.hpp: each PE's control page and (host backend) heap in one memfd, mapped by
 // every PE of the job. The descriptors travel over the bootstrap socket (SCM_RIGHTS), so nothing has a name in
-// /dev/shm: nothing is left behind when a PE dies, and other users cannot open it.
+// /dev/shm: nothing is left behind when a PE dies, and other users cannot open it. A job that met over TCP (several
+// nodes, nvshmem backend) passes no descriptors: each PE maps only its own page, and every other PE's entry is one
+// private stand-in page, so that node-local uses (a host wait's sleeper count) never reach another node.
 #pragma once
 
 #include <symm/detail/bootstrap/bootstrap.hpp>
@@ -51,6 +53,18 @@ public:
     if (::ftruncate(mine.get(), static_cast<off_t>(total)) != 0) {
       SYMM_THROW(errc::system, "PE {}: cannot size its shared heap to {} bytes: {}", boot.pe(), total,
                  std::strerror(errno));
+    }
+    if (boot.over_tcp()) {
+      maps_.emplace_back(mine.get(), total);
+      unique_fd stand_in(static_cast<int>(SYMM_TRY_SYS(::memfd_create("symm-stand-in", MFD_CLOEXEC))));
+      SYMM_TRY_SYS(::ftruncate(stand_in.get(), static_cast<off_t>(control_page_bytes)));
+      maps_.emplace_back(stand_in.get(), control_page_bytes);
+      for (int pe = 0; pe < boot.n_pes(); ++pe) {
+        const mapping& m = maps_[pe == boot.pe() ? 0 : 1];
+        controls_.push_back(reinterpret_cast<pe_control*>(m.base()));
+        bases_.push_back(pe == boot.pe() ? m.base() + control_page_bytes : nullptr);
+      }
+      return;
     }
     auto fds = boot.allgather_fd(mine.get());
     maps_.reserve(fds.size());
