@@ -27,6 +27,13 @@
 // the same bits. Algorithms: one-shot (each PE reads what it needs from all peers) up to
 // symm::collective_one_shot_max_bytes, two-shot (PE i reduces chunk i and stores it into every PE's dst: a
 // reduce-scatter fused with the all-gather) above; no memory is allocated per call.
+//
+// On the nvshmem backend, a team with a PE that this GPU reaches only through NVSHMEM RMA (another node) runs NVSHMEM's
+// collectives instead, with the same semantics (detail/backend/nvshmem/collectives.hpp): reductions need a (type,
+// operation) that NVSHMEM has (integers, float, double, __half, __nv_bfloat16; errc::unsupported or a trap otherwise),
+// the device form takes a block, a warp or one thread and ignores `channel` (at most one collective per team at a time
+// on a PE, NVSHMEM's rule), and the order in which the PEs' values are combined is NVSHMEM's (floating-point results
+// may differ in the last bits from team order's).
 #pragma once
 
 #include <symm/detail/collective_common.hpp>
@@ -263,18 +270,13 @@ stream_collective_entry(cudaStream_t stream, const team& t, const Dst& dst, cons
                "whose heap is host memory; call {}(team, ...)",
                w.my_pe(), collective_name(C), to_string(w.kind()), collective_name(C));
   }
-  for (int pe : s.members()) {
-    if (!w.mapped(pe)) {
-      SYMM_THROW(errc::unsupported,
-                 "PE {}: {}(stream, team, ...) on {}, which has PE {}: this GPU reaches PE {} only through NVSHMEM RMA "
-                 "(another node), and symm's collectives need every team PE mapped (on one node) on the nvshmem "
-                 "backend",
-                 w.my_pe(), collective_name(C), s.name(), pe, pe);
-    }
-  }
   const auto d = host_sym_buffer<T>(dst);
   const auto s_ = host_sym_buffer<const T>(src);
   check_collective_args(s, C, d.size, s_.size, d.offset, s_.offset, sizeof(T), root);
+#  if SYMM_NVSHMEM_BACKEND()
+  // A team PE that this GPU reaches only through NVSHMEM RMA: NVSHMEM's collective (detail/backend/nvshmem/).
+  if (s.rma_peer()) return nvshmem_stream_collective<C>(stream, s, d, s_, op, root);
+#  endif
   const collective_body<C, T, Op> body{t.ref(), d, s_, op, root, use_two_shot(C, d.bytes(), d.offset == s_.offset)};
   collective_stream_kernel<<<collective_stream_blocks(d.bytes() + s_.bytes()), collective_stream_threads, 0, stream>>>(
       body, w.collective_flags_offset());

@@ -216,6 +216,16 @@ public:
     return pair_flags(pe, flags_offset_, channel);
   }
 
+  //! Whether this PE reaches a PE of the team only through NVSHMEM RMA (nvshmem backend, another node): then the
+  //! team's collectives are NVSHMEM's. Constant false on the other backends.
+  [[nodiscard]] SYMM_HOST_DEVICE constexpr bool rma_peer() const noexcept { return detail::rma_transport && rma_peer_; }
+  //! The team's NVSHMEM team (nvshmem_team_t), or -1 (NVSHMEM_TEAM_INVALID) when it has none.
+  [[nodiscard]] SYMM_HOST_DEVICE constexpr std::int32_t nvshmem_team() const noexcept { return nvshmem_team_; }
+  //! This PE's symmetric scratch of device-side rooted reductions over RMA and its size (nvshmem backend; null
+  //! elsewhere).
+  [[nodiscard]] SYMM_HOST_DEVICE constexpr std::byte* rma_scratch() const noexcept { return rma_scratch_; }
+  [[nodiscard]] SYMM_HOST_DEVICE constexpr std::size_t rma_scratch_bytes() const noexcept { return rma_scratch_bytes_; }
+
 private:
   friend class team;
   std::byte* const* host_peers_ = nullptr;
@@ -225,6 +235,11 @@ private:
   int my_pe_ = 0;
   int world_my_pe_ = 0;
   int world_n_pes_ = 0;
+  // The same fields on every backend, so that the layout does not depend on SYMM_ENABLE_NVSHMEM.
+  std::int32_t nvshmem_team_ = -1;
+  bool rma_peer_ = false;
+  std::byte* rma_scratch_ = nullptr;
+  std::size_t rma_scratch_bytes_ = 0;
 };
 
 static_assert(std::is_trivially_copyable_v<team_ref>, "team_ref travels to kernels by value");
@@ -239,6 +254,14 @@ inline team_ref team::ref() const {
   r.my_pe_ = s.my_index();
   r.world_my_pe_ = s.world().my_pe();
   r.world_n_pes_ = s.world().n_pes();
+  r.nvshmem_team_ = s.nvshmem_team();
+  r.rma_peer_ = s.rma_peer();
+#if SYMM_NVSHMEM_BACKEND()
+  if (r.rma_peer_) {
+    r.rma_scratch_ = s.world().cuda()->nvshmem()->device_scratch();
+    r.rma_scratch_bytes_ = detail::nvshmem_heap::device_scratch_bytes;
+  }
+#endif
   return r;
 }
 

@@ -1,7 +1,9 @@
 // Collectives on the CUDA backend: broadcast, fcollect, alltoall, reduce, allreduce and reduce_scatter from device code
 // (one block, one warp or one thread per PE) and from host code on a stream, on the world team and on sub-teams, 4 PEs
 // as processes and as threads; every result is checked against a sequential reference computed from every PE's fresh
-// random input, on both sides of the one-shot threshold and with several blocks for the stream kernels.
+// random input, on both sides of the one-shot threshold and with several blocks for the stream kernels. On the nvshmem
+// backend with SYMM_NVSHMEM_RMA=1 the same cases run through NVSHMEM's collectives (teams with RMA peers), less those
+// with a user's operation, which NVSHMEM cannot run ([nvshmem] checks that they say so).
 #include "gpu_support.cuh"
 
 #if __has_include(<catch2/catch_test_macros.hpp>)
@@ -18,12 +20,25 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 namespace cg = cooperative_groups;
+
+namespace symm_collective_test {
+//! A type of the program's that symm::plus reduces (enable_arithmetic_reduction below) but NVSHMEM does not know.
+struct money {
+  std::int64_t cents;
+  __host__ __device__ friend money operator+(money a, money b) { return {a.cents + b.cents}; }
+  __host__ __device__ friend money operator*(money a, money b) { return {a.cents * b.cents}; }
+  __host__ __device__ friend bool operator<(money a, money b) { return a.cents < b.cents; }
+};
+} // namespace symm_collective_test
+template <>
+inline constexpr bool symm::enable_arithmetic_reduction<symm_collective_test::money> = true;
 
 namespace {
 
@@ -146,6 +161,16 @@ symm::future<> on_stream(cudaStream_t stream, coll c, const symm::team& t, symm:
   return {};
 }
 
+//! Whether this PE reaches a PE of team t only through NVSHMEM RMA (nvshmem backend, SYMM_NVSHMEM_RMA=1 on one node):
+//! then the team's collectives are NVSHMEM's, which cannot run a user's operation.
+bool over_rma(const symm::world& w, const symm::team& t) {
+  if (!t.valid()) return false;
+  for (int pe : t.world_pes()) {
+    if (!w.state()->mapped(pe)) return true;
+  }
+  return false;
+}
+
 //! A view of the first `count` elements of a (larger) symmetric array.
 template <class T>
 symm::array_ref<T> first(const symm::array<T>& a, std::size_t count, const symm::world&) {
@@ -237,7 +262,19 @@ void check(symm::world& w, const symm::team& t, coll c, std::size_t count, Op op
         break;
       }
       case coll::reduce:
-        if (my != root) break;
+        if (my != root) { // dst left alone: the 0x5a fill, or this PE's own input in place
+          const T mine_then = input<T>(stream, me, i);
+          unsigned char fill[sizeof(T)];
+          std::memset(fill, 0x5a, sizeof(T));
+          if (in_place ? std::memcmp(&got[i], &mine_then, sizeof(T)) != 0
+                       : std::memcmp(&got[i], fill, sizeof(T)) != 0) {
+            throw std::runtime_error(fmt::format(
+                "reduce ({}, {} bytes, {}{}): PE {} (team PE {} of {}, root {}) is not "
+                "the root, but element {} of its dst changed (seed {})",
+                name(s), sizeof(T), count, in_place ? ", in place" : "", me, my, n, root, i, symm_test::seed()));
+          }
+          break;
+        }
         [[fallthrough]];
       case coll::allreduce: {
         const auto [want, scale] = reduced(i);
@@ -275,7 +312,7 @@ TEST_CASE("device collectives in block, warp and thread scope on 4 PEs", "[gpu][
         check<std::int16_t>(w, t, coll::allreduce, count, cuda::std::plus<>{}, s, stream += 10);
         check<std::uint8_t>(w, t, coll::reduce_scatter, count, symm::bit_or{}, s, stream += 10);
         check<double>(w, t, coll::reduce, count, cuda::minimum<>{}, s, stream += 10);
-        check<affine>(w, t, coll::allreduce, count, compose{}, s, stream += 10);
+        if (!over_rma(w, t)) check<affine>(w, t, coll::allreduce, count, compose{}, s, stream += 10);
       }
     }
   }));
@@ -313,7 +350,7 @@ TEST_CASE("host collectives on a stream, one to sixteen blocks", "[gpu][collecti
             check<std::uint32_t>(w, t, c, count, symm::bit_and{}, scope::stream, stream += 10);
           }
           check<double>(w, t, coll::allreduce, count, symm::plus{}, scope::stream, stream += 10, /*in_place=*/true);
-          check<affine>(w, t, coll::allreduce, count, compose{}, scope::stream, stream += 10);
+          if (!over_rma(w, t)) check<affine>(w, t, coll::allreduce, count, compose{}, scope::stream, stream += 10);
         }
         // 4 Mi floats (16 MiB) per PE: the two-shot allreduce with the most blocks, and a broadcast of as much.
         check<float>(w, t, coll::allreduce, std::size_t{4} << 20, symm::plus{}, scope::stream, stream += 10);
@@ -328,4 +365,87 @@ TEST_CASE("host collectives on a stream, one to sixteen blocks", "[gpu][collecti
                                                     // scratch
         return options;
       }()));
+}
+
+TEST_CASE("collectives over NVSHMEM RMA: split teams, every scope, in place, pieces, unsupported operations",
+          "[gpu][collectives][nvshmem]") {
+  // Teams with a PE reached through NVSHMEM RMA exist only on the nvshmem backend: with SYMM_NVSHMEM_RMA=1 on one node
+  // (tools/gpu-check.sh's gpu_suite_nvshmem_rma), or across nodes. Elsewhere the cases above cover symm's kernels.
+  if (symm_gpu_test::tested_backend != symm::backend::nvshmem) return;
+  CAPTURE(symm_test::seed());
+  auto options = symm_gpu_test::gpu_options();
+  options.heap_size = std::size_t{128} << 20; // the reduces of 6 MiB per PE need 24 MiB arrays (n_pes x count)
+  REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(
+      4,
+      [](symm::world& w) {
+        auto whole = w.team();
+        if (!over_rma(w, whole)) return; // every peer mapped: symm's own kernels, tested above
+        const int me = w.my_pe();
+        std::uint64_t stream = 20000;
+        // Every collective in every scope on team t (each PE passes its own team; teams of one PE, which have no RMA
+        // peer, take symm's kernels), out of place and, where allowed, in place.
+        const auto every_form = [&](const symm::team& t, std::size_t count) {
+          for (scope s : {scope::thread, scope::warp, scope::block, scope::stream}) {
+            for (coll c : all_collectives) {
+              check<float>(w, t, c, count, symm::plus{}, s, stream += 10);
+              check<std::int32_t>(w, t, c, count, symm::max{}, s, stream += 10);
+            }
+            for (coll c : {coll::broadcast, coll::reduce, coll::allreduce})
+              check<float>(w, t, c, count, symm::plus{}, s, stream += 10, /*in_place=*/true);
+          }
+        };
+        every_form(whole, 1001);
+        { // split_strided: disjoint pairs at once, then a split of a split
+          auto even = whole.split_strided(0, 2, 2), odd = whole.split_strided(1, 2, 2);
+          every_form(even.valid() ? even : odd, 777);
+        }
+        {
+          symm::team three = whole.split_strided(1, 1, 3), nested;  // world PEs 1, 2, 3
+          if (three.valid()) nested = three.split_strided(0, 2, 2); // world PEs 1 and 3
+          every_form(three, 65);
+          every_form(nested, 64);
+        }
+        { // split_2d: rows {0, 1}, {2, 3} and columns {0, 2}, {1, 3}
+          auto [row, column] = whole.split_2d(2);
+          PE_REQUIRE_EQ(row.world_pe(0), me / 2 * 2);
+          PE_REQUIRE_EQ(column.world_pe(0), me % 2);
+          every_form(row, 333);
+          every_form(column, 333);
+        }
+        { // rows {0, 1, 2}, {3} (short) and columns {0, 3}, {1}, {2}
+          auto [row, column] = whole.split_2d(3);
+          every_form(row, 50);
+          every_form(column, 50);
+        }
+        // NVSHMEM's typed reductions for more (type, operation) pairs.
+        check<std::uint32_t>(w, whole, coll::allreduce, 1001, symm::bit_or{}, scope::block, stream += 10);
+        check<std::int64_t>(w, whole, coll::allreduce, 999, symm::multiplies{}, scope::stream, stream += 10);
+        check<std::uint16_t>(w, whole, coll::reduce_scatter, 300, symm::bit_and{}, scope::stream, stream += 10);
+        check<std::int16_t>(w, whole, coll::reduce, 300, cuda::std::plus<>{}, scope::block, stream += 10);
+        check<double>(w, whole, coll::reduce, 300, cuda::maximum<>{}, scope::stream, stream += 10, true);
+        check<std::uint8_t>(w, whole, coll::allreduce, 300, symm::bit_xor{}, scope::block, stream += 10, true);
+        // A rooted reduce larger than its scratch (4 MiB): in pieces, on a stream and in a block, out of and in place.
+        const std::size_t big = (std::size_t{6} << 20) / sizeof(float);
+        for (scope s : {scope::stream, scope::block}) {
+          check<float>(w, whole, coll::reduce, big, symm::plus{}, s, stream += 10);
+          check<float>(w, whole, coll::reduce, big, symm::plus{}, s, stream += 10, /*in_place=*/true);
+        }
+        // What NVSHMEM cannot reduce says so, naming the PE, the team, the type and the operation.
+        cudaStream_t cs = w.state()->cuda()->stream();
+        symm::array<affine> a(w, 8);
+        PE_REQUIRE_ERROR((void) symm::allreduce(cs, whole, a, a, compose{}), symm::errc::unsupported,
+                         fmt::format("PE {}:", me), "the world team", "NVSHMEM RMA", "affine", "a user's operation");
+        symm::array<symm_collective_test::money> m(w, 4), all(w, 16);
+        PE_REQUIRE_ERROR((void) symm::reduce(cs, whole, m, m, symm::plus{}, 0), symm::errc::unsupported,
+                         fmt::format("PE {}:", me), "money", "plus");
+        PE_REQUIRE_ERROR((void) symm::reduce_scatter(cs, whole, m, all, symm::max{}), symm::errc::unsupported,
+                         fmt::format("PE {}:", me), "money", "max");
+        auto [row, column] = whole.split_2d(2);
+        PE_REQUIRE_ERROR((void) symm::allreduce(cs, row, a, a, compose{}), symm::errc::unsupported,
+                         fmt::format("PE {}:", me), "x-team", "a user's operation");
+        // Collectives that move bytes take any element type.
+        symm::array<affine> b(w, 8);
+        symm::broadcast(cs, whole, b, a, 0).wait();
+      },
+      options));
 }

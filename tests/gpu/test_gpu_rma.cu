@@ -318,11 +318,7 @@ TEST_CASE("the nvshmem backend: peers mapped or reached through NVSHMEM RMA, one
         world.barrier();
         PE_REQUIRE_EQ(symm::remote(a, me)[63].get(), static_cast<float>(other + 1));
         PE_REQUIRE_EQ(symm::remote(a, other)[5].get(), static_cast<float>(me + 1));
-        if (rma) { // symm's collectives need mapped peers: a clear error rather than a fault
-          cudaStream_t stream = world.state()->cuda()->stream();
-          PE_REQUIRE_ERROR((void) symm::allreduce(stream, world.team(), a, a, symm::plus{}), symm::errc::unsupported,
-                           "NVSHMEM RMA", fmt::format("PE {}", other));
-        }
+        // Collectives over RMA peers (NVSHMEM's): test_gpu_collectives.cu's [nvshmem] case.
         world.barrier();
       },
       {.world = symm_gpu_test::gpu_options()}));

@@ -1,5 +1,7 @@
 // symm/detail/collective_device.hpp: the collectives in device code — the data movement of each collective for a
-// group of threads (rank of count), and the kernel that host code launches on a stream (CUDA backend).
+// group of threads (rank of count), and the kernel that host code launches on a stream (CUDA backend). On the nvshmem
+// backend, a team with a PE reached only through NVSHMEM RMA runs NVSHMEM's collectives instead
+// (detail/backend/nvshmem/collectives.hpp).
 //
 // Data moves in 16-byte vectors where the buffers allow it (every PE's copy of a buffer has the same offset, so one
 // PE's alignment is every PE's), four vectors in flight per thread, consecutive threads on consecutive vectors; a
@@ -9,6 +11,7 @@
 #include <symm/detail/collective_common.hpp>
 
 #if SYMM_CUDA_COMPILATION()
+#  include <symm/detail/backend/nvshmem/collectives.hpp>
 #  include <symm/detail/device_copy.hpp>
 #  include <symm/detail/device_wait.hpp>
 #  include <symm/group.hpp>
@@ -197,27 +200,17 @@ SYMM_DEVICE inline void device_check_collective(collective_id c, std::size_t dst
   }
 }
 
-//! symm's collectives load from and store into the team's heaps through the peer mappings; a team with a PE reached
-//! only through NVSHMEM RMA (another node) cannot run them yet: trap with a message rather than read through a
-//! tagged address. Host-issued collectives check the same before launching (symm/collectives.hpp).
-template <class T>
-SYMM_DEVICE void require_mapped_team(const team_ref& t, const sym_buffer<T>& buffer) {
-  for (int k = 0; k < t.n_pes(); ++k) {
-    if (is_rma_address(buffer.on(t.world_pe(k)))) {
-      ::printf("symm: a collective in device code on a team with PE %d, which this GPU reaches only through NVSHMEM "
-               "RMA: collectives need every team PE mapped (same node) on the nvshmem backend; trapping\n",
-               t.world_pe(k));
-      __trap();
-    }
-  }
-}
-
 //! A collective from device code: one group per PE, the team's device barrier on `channel` before and after.
 template <collective_id C, class Group, class T, class Op>
 SYMM_DEVICE void device_collective(const Group& group, const team_ref& t, sym_buffer<T> dst, sym_buffer<const T> src,
                                    const Op& op, int root, int channel) {
   device_check_collective(C, dst.size, src.size, t.n_pes(), root);
-  if constexpr (rma_transport) require_mapped_team(t, dst);
+#  if SYMM_NVSHMEM_BACKEND()
+  if (t.rma_peer()) { // symm's loads and stores cannot reach the team's PEs: NVSHMEM's collective, `channel` unused
+    nvshmem_device_collective<C>(group, t, dst, src, op, root);
+    return;
+  }
+#  endif
   const collective_body<C, T, Op> body{t, dst, src, op, root, use_two_shot(C, dst.bytes(), dst.offset == src.offset)};
   symm::sync_all(group, t, channel); // every PE's src is ready
   body(static_cast<unsigned>(group.thread_rank()), static_cast<unsigned>(group.num_threads()));

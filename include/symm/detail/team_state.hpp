@@ -1,7 +1,9 @@
 // symm/detail/team_state.hpp: what the handles of one team share — its PEs in world numbering, its host barrier
-// channel, its count of collective operations — and the collective splits that make teams.
+// channel, its count of collective operations, its NVSHMEM team (nvshmem backend) — and the collective splits that
+// make teams.
 #pragma once
 
+#include <symm/detail/backend/nvshmem/nvshmem_team.hpp>
 #include <symm/detail/world_state.hpp>
 
 #include <bit>
@@ -50,12 +52,14 @@ public:
       : world_(std::move(world)), pes_{0, 1, world_->n_pes()}, my_index_(world_->my_pe()), channel_(0),
         name_(fmt::format("the world team (world PEs 0 to {})", world_->n_pes() - 1)) {
     fill_members();
+    world_rma_ = rma_peer_;
+    if (world_rma_) nvshmem_team_ = nvshmem_world_team; // symm's PE numbers are NVSHMEM's
   }
 
   //! A team split from a parent. `channel` is its host barrier channel on the control page of its first PE.
-  team_state(std::shared_ptr<world_state> world, strided_pes pes, int channel, std::string name)
+  team_state(std::shared_ptr<world_state> world, strided_pes pes, int channel, std::string name, bool world_rma)
       : world_(std::move(world)), pes_(pes), my_index_(pes.index_of(world_->my_pe())), channel_(channel),
-        name_(std::move(name)) {
+        name_(std::move(name)), world_rma_(world_rma) {
     fill_members();
   }
 
@@ -73,6 +77,20 @@ public:
   [[nodiscard]] bool is_world() const noexcept { return channel_ == 0; }
   [[nodiscard]] int channel() const noexcept { return channel_; }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
+
+  //! Whether this PE reaches a PE of the team only through NVSHMEM RMA (nvshmem backend, another node): then the
+  //! team's collectives are NVSHMEM's, over nvshmem_team(). Always false on the other backends.
+  [[nodiscard]] bool rma_peer() const noexcept { return rma_transport && rma_peer_; }
+  //! Whether the world has such a PE: then splits make NVSHMEM teams alongside (the same on every PE of a job).
+  [[nodiscard]] bool world_rma() const noexcept { return rma_transport && world_rma_; }
+  //! The team's NVSHMEM team (nvshmem_team_t), or no_nvshmem_team: none is needed (world_rma() false), or NVSHMEM
+  //! made none (nvshmem_problem() says why).
+  [[nodiscard]] std::int32_t nvshmem_team() const noexcept { return nvshmem_team_; }
+  [[nodiscard]] const std::string& nvshmem_problem() const noexcept { return nvshmem_problem_; }
+  void set_nvshmem_team(nvshmem_team_result made) {
+    nvshmem_team_ = made.team;
+    nvshmem_problem_ = std::move(made.problem);
+  }
 
   //! Throws errc::invalid_argument when this PE may not use the team: it is not a member, or the team was destroyed.
   void require_member(std::string_view what) const {
@@ -102,13 +120,16 @@ public:
                   what, nullptr, /*check=*/false);
     world_->release_team_channel(channel_);
     destroyed_ = true;
+    nvshmem_destroy_team(std::exchange(nvshmem_team_, no_nvshmem_team)); // collective over the team's PEs too
   }
 
 private:
   void fill_members() {
     members_.reserve(static_cast<std::size_t>(pes_.size));
-    for (int i = 0; i < pes_.size; ++i)
+    for (int i = 0; i < pes_.size; ++i) {
       members_.push_back(pes_.pe(i));
+      if constexpr (rma_transport) rma_peer_ = rma_peer_ || !world_->mapped(pes_.pe(i));
+    }
   }
 
   std::shared_ptr<world_state> world_;
@@ -119,7 +140,16 @@ private:
   std::vector<int> members_;
   std::uint64_t sequence_ = 0; // collective operations on this team (not used by the world team)
   bool destroyed_ = false;
+  bool rma_peer_ = false;
+  bool world_rma_ = false;
+  std::int32_t nvshmem_team_ = no_nvshmem_team;
+  std::string nvshmem_problem_;
 };
+
+//! Why a team of a parent without an NVSHMEM team has none either.
+inline nvshmem_team_result no_nvshmem_parent(const team_state& parent) {
+  return {no_nvshmem_team, fmt::format("its parent, {}, has none: {}", parent.name(), parent.nvshmem_problem())};
+}
 
 //! The lowest host barrier channel in 1..63 that none of `used` has, or -1.
 inline int free_channel(std::uint64_t used) noexcept {
@@ -174,8 +204,16 @@ inline std::shared_ptr<team_state> split_strided(team_state& parent, int start, 
   auto child = std::make_shared<team_state>(
       parent.world_ptr(), pes, channel,
       fmt::format("the team split_strided(start = {}, stride = {}, size = {}) of a team of {} PEs (world PEs {})",
-                  start, stride, size, n, list_pes(pes)));
+                  start, stride, size, n, list_pes(pes)),
+      parent.world_rma());
   if (child->member()) w.claim_team_channel(channel);
+  if (parent.world_rma()) { // NVSHMEM's split is collective over the parent: every parent PE makes it
+    child->set_nvshmem_team(
+        parent.nvshmem_team() == no_nvshmem_team
+            ? no_nvshmem_parent(parent)
+            : nvshmem_split_strided(parent.nvshmem_team(), start, in_parent.stride, size, child->member(), pes.start,
+                                    pes.stride));
+  }
   return child;
 }
 
@@ -232,13 +270,25 @@ inline std::pair<std::shared_ptr<team_state>, std::shared_ptr<team_state>> split
   auto x_state = std::make_shared<team_state>(
       parent.world_ptr(), x, row_channel[static_cast<std::size_t>(row)],
       fmt::format("the x-team {} of split_2d(x_range = {}) of a team of {} PEs (world PEs {})", row, x_range, n,
-                  list_pes(x)));
+                  list_pes(x)),
+      parent.world_rma());
   auto y_state = std::make_shared<team_state>(
       parent.world_ptr(), y, column_channel[static_cast<std::size_t>(column)],
       fmt::format("the y-team {} of split_2d(x_range = {}) of a team of {} PEs (world PEs {})", column, x_range, n,
-                  list_pes(y)));
+                  list_pes(y)),
+      parent.world_rma());
   w.claim_team_channel(x_state->channel());
   w.claim_team_channel(y_state->channel());
+  if (parent.world_rma()) { // collective over the parent, like symm's split; x_range clamped as symm takes it
+    if (parent.nvshmem_team() == no_nvshmem_team) {
+      x_state->set_nvshmem_team(no_nvshmem_parent(parent));
+      y_state->set_nvshmem_team(no_nvshmem_parent(parent));
+    } else {
+      auto [nx, ny] = nvshmem_split_2d(parent.nvshmem_team(), xr, x.start, x.stride, x.size, y.start, y.stride, y.size);
+      x_state->set_nvshmem_team(std::move(nx));
+      y_state->set_nvshmem_team(std::move(ny));
+    }
+  }
   return {std::move(x_state), std::move(y_state)};
 }
 

@@ -6,6 +6,10 @@
 // stream-ordered put and get, staged through a symmetric buffer when the local side is not in the heap (NVSHMEM's
 // remote transports move data between registered buffers only).
 //
+// Collectives on teams with RMA peers are NVSHMEM's (detail/backend/nvshmem/collectives.hpp); the rooted reduce, which
+// NVSHMEM lacks, is an NVSHMEM allreduce into symmetric scratch: the staging buffer from host code (under its lock), a
+// second buffer of the same size from device code (no lock reaches there).
+//
 // NVSHMEM can be initialised once per process (a second nvshmem_init after nvshmem_finalize is undefined), and it has
 // one PE per process: so one nvshmem world per process, made by a PE that is a process of its own.
 #pragma once
@@ -50,6 +54,8 @@ class nvshmem_heap {
 public:
   //! Bytes of the symmetric staging buffer of host-side copies whose local side is outside the heap.
   static constexpr std::size_t staging_bytes = std::size_t{4} << 20;
+  //! Bytes of the symmetric scratch of device-side rooted reductions over RMA (team_ref::rma_scratch()).
+  static constexpr std::size_t device_scratch_bytes = std::size_t{4} << 20;
 
   //! Collective over the job. The caller has made `device` current.
   nvshmem_heap(bootstrap& boot, const job_info& job, std::size_t heap_bytes) {
@@ -64,11 +70,12 @@ public:
       SYMM_THROW(errc::unsupported, "PE {}: the nvshmem backend supports at most {} PEs; this job has {}", job.pe,
                  rma_max_pes, job.n_pes);
     }
-    // NVSHMEM reserves its symmetric heap at initialisation: make it hold symm's heap, the staging buffer and NVSHMEM's
+    // NVSHMEM reserves its symmetric heap at initialisation: make it hold symm's heap, the two buffers and NVSHMEM's
     // own allocations (signals, team state), unless the user sized it. Under MPS with several PEs per GPU, NVSHMEM
     // refuses host-side collectives (nvshmem_malloc among them) unless the PEs' active-thread percentages add up to at
     // most 100 %; symm's kernels do not need that limit, so symm lifts it unless the user set the variable.
-    const std::string wanted = std::to_string(heap_bytes + staging_bytes + (std::size_t{64} << 20));
+    const std::string wanted =
+        std::to_string(heap_bytes + staging_bytes + device_scratch_bytes + (std::size_t{64} << 20));
     ::setenv("NVSHMEM_SYMMETRIC_SIZE", wanted.c_str(), 0);
     ::setenv("NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "1", 0);
 
@@ -95,11 +102,13 @@ public:
     initialised_ = true; // NVSHMEM numbers the PEs as the unique-id arguments said: as symm does
     heap_ = static_cast<std::byte*>(nvshmem_malloc(heap_bytes));
     staging_ = static_cast<std::byte*>(nvshmem_malloc(staging_bytes));
-    if (heap_ == nullptr || staging_ == nullptr) {
+    device_scratch_ = static_cast<std::byte*>(nvshmem_malloc(device_scratch_bytes));
+    if (heap_ == nullptr || staging_ == nullptr || device_scratch_ == nullptr) {
       SYMM_THROW(errc::heap_exhausted,
-                 "PE {}: nvshmem_malloc of the {}-byte symmetric heap (and a {}-byte staging buffer) failed; "
-                 "NVSHMEM_SYMMETRIC_SIZE is {}",
-                 job.pe, heap_bytes, staging_bytes, get_env("NVSHMEM_SYMMETRIC_SIZE").value_or("its default"));
+                 "PE {}: nvshmem_malloc of the {}-byte symmetric heap (and {}-byte staging and {}-byte scratch "
+                 "buffers) failed; NVSHMEM_SYMMETRIC_SIZE is {}",
+                 job.pe, heap_bytes, staging_bytes, device_scratch_bytes,
+                 get_env("NVSHMEM_SYMMETRIC_SIZE").value_or("its default"));
     }
     heap_bytes_ = heap_bytes;
     if ((reinterpret_cast<std::uintptr_t>(heap_ + heap_bytes) & ~rma_local_mask) != 0) {
@@ -126,6 +135,7 @@ public:
   //! error must not wait in NVSHMEM for peers that may be gone.
   ~nvshmem_heap() {
     if (!initialised_ || abandoned_) return;
+    if (device_scratch_ != nullptr) nvshmem_free(device_scratch_);
     if (staging_ != nullptr) nvshmem_free(staging_);
     if (heap_ != nullptr) nvshmem_free(heap_);
     nvshmem_finalize();
@@ -134,6 +144,17 @@ public:
 
   [[nodiscard]] std::byte* const* bases() const noexcept { return bases_.data(); }
   [[nodiscard]] std::size_t heap_bytes() const noexcept { return heap_bytes_; }
+  //! The symmetric scratch of device-side rooted reductions over RMA (device_scratch_bytes).
+  [[nodiscard]] std::byte* device_scratch() const noexcept { return device_scratch_; }
+
+  //! Runs `use(staging, staging_bytes)` holding the symmetric staging buffer, then waits for `stream`: for host-side
+  //! work ordered on `stream` that needs symmetric scratch (a rooted reduce over RMA). Complete on return.
+  template <class Use>
+  void with_staging(cudaStream_t stream, const Use& use) {
+    std::lock_guard lock(staging_mutex_);
+    use(staging_, staging_bytes);
+    SYMM_TRY_CUDA(cudaStreamSynchronize(stream));
+  }
 
   //! A copy ordered on `stream` where dst (a put) or src (a get), or both, is a tagged address. Staged through the
   //! symmetric staging buffer when the local side is outside the heap: such a copy is complete when it returns
@@ -207,6 +228,7 @@ private:
   bool abandoned_ = false;
   std::byte* heap_ = nullptr;
   std::byte* staging_ = nullptr;
+  std::byte* device_scratch_ = nullptr;
   std::size_t heap_bytes_ = 0;
   std::vector<std::byte*> bases_;
   std::mutex staging_mutex_;
