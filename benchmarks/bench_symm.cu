@@ -104,11 +104,14 @@ __global__ void pingpong_signal(symm::array_ref<std::uint64_t> payload, symm::si
   const int peer = 1 - pe;
   auto thread = symm::this_thread();
   const std::uint64_t* out = payload.local().data() + 1; // the word put; the peer's word 0 receives it
+  // The peer's views, made once: made in the loop, each would reread the peer table after every acquire of the wait.
+  const auto to = symm::remote(payload, peer).first(1);
+  const auto their_signal = symm::remote(sig, peer);
   for (long long i = 1; i <= iters; ++i) {
     const std::uint64_t v = base + static_cast<std::uint64_t>(i);
     if (pe != 0) symm::signal_wait_until(sig, symm::cmp::ge, v);
-    symm::put_signal(thread, symm::remote(payload, peer).first(1), cuda::std::span<const std::uint64_t, 1>(out, 1),
-                     symm::remote(sig, peer), v, symm::signal_op::set);
+    symm::put_signal(thread, to, cuda::std::span<const std::uint64_t, 1>(out, 1), their_signal, v,
+                     symm::signal_op::set);
     if (pe == 0) symm::signal_wait_until(sig, symm::cmp::ge, v);
   }
 }

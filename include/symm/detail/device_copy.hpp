@@ -80,28 +80,26 @@ group_copy(unsigned rank, unsigned count, void* dst_, const void* src_, std::siz
   group_copy_unaligned(rank, count, dst, src, bytes);
 }
 
-//! One thread copies alone (symm::this_thread()): the same 16-byte vectors, then the tail in 8/4/2/1-byte pieces, which
-//! the vectors leave 16-byte aligned (no thread shares the tail with it, so one wide access beats a byte loop: an
-//! 8-byte put is one load and one store, not eight).
+//! One thread copies alone (symm::this_thread()). Up to 16 bytes: inline, with the widest access that both addresses
+//! and the size allow (an 8-byte put_signal from an 8-byte-aligned word is one load and one store; the group path
+//! took an out-of-line call for that alignment, and a byte loop for a 16-byte-aligned one). Larger: the group path.
 SYMM_DEVICE SYMM_FORCEINLINE void thread_copy(void* dst_, const void* src_, std::size_t bytes) {
   auto* dst = static_cast<unsigned char*>(dst_);
   auto* src = static_cast<const unsigned char*>(src_);
-  if (((reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src)) & 15) != 0) [[unlikely]] {
-    group_copy_unaligned(0, 1, dst, src, bytes);
+  if (bytes > 16) {
+    group_copy(0, 1, dst, src, bytes);
     return;
   }
-  std::size_t done = bytes / 16 * 16;
-  copy_vectors(0, 1, reinterpret_cast<int4*>(dst), reinterpret_cast<const int4*>(src), bytes / 16);
-  const auto piece = [&]<class Word>(Word) {
-    if (bytes - done >= sizeof(Word)) {
-      *reinterpret_cast<Word*>(dst + done) = *reinterpret_cast<const Word*>(src + done);
-      done += sizeof(Word);
-    }
+  const auto common = reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src) | bytes;
+  const auto words = [&]<class Word>(Word) {
+    for (std::size_t i = 0; i < bytes; i += sizeof(Word))
+      *reinterpret_cast<Word*>(dst + i) = *reinterpret_cast<const Word*>(src + i);
   };
-  piece(std::uint64_t{});
-  piece(std::uint32_t{});
-  piece(std::uint16_t{});
-  piece(std::uint8_t{});
+  if ((common & 15) == 0) words(int4{});
+  else if ((common & 7) == 0) words(std::uint64_t{});
+  else if ((common & 3) == 0) words(std::uint32_t{});
+  else if ((common & 1) == 0) words(std::uint16_t{});
+  else words(std::uint8_t{});
 }
 
 //! What every group-scoped put and get does: `group`'s threads copy the first min(dst_bytes, src_bytes) bytes; to or

@@ -9,7 +9,9 @@
 //   (one thread), nvshmemx_<T>_<op>_reduce_warp and _block, and the same with reducescatter.
 // - reduce (rooted): NVSHMEM has none. In pieces of symmetric scratch: a team sync, an allreduce of the piece into the
 //   scratch, and on the root a copy from it into dst (non-root dst is left alone). Scratch: the staging buffer (host,
-//   under its lock; complete on return), the device scratch (team_ref).
+//   under its lock; complete on return), the device scratch (team_ref). An in-place allreduce goes the same way, every
+//   PE copying out (NVSHMEM's on-stream reduction with dest == source summed twice on the H200), and a reduce_scatter
+//   above nvshmem_reducescatter_max_bytes in pieces whose slices of every block are gathered in the scratch first.
 //
 // Roots are team PE numbers, as NVSHMEM's PE_root is. In place (dst == src) is allowed by NVSHMEM for broadcast (the
 // root copies only when they differ) and for its reductions (it detects the exact overlap); a rooted reduce reads src
@@ -19,7 +21,7 @@
 //
 // Device form: NVSHMEM's collectives are blocking and take the team, not symm's barrier `channel`, which is ignored;
 // NVSHMEM's rule applies instead: at most one collective on a team at a time per PE (one group calling it), and the
-// device scratch serves one rooted reduce at a time per PE.
+// device scratch serves one rooted reduce, in-place allreduce or large reduce_scatter at a time per PE.
 #pragma once
 
 #include <symm/detail/backend/nvshmem/nvshmem_api.hpp>
@@ -201,6 +203,10 @@ SYMM_NVSHMEM_ARITHMETIC(SYMM_NVSHMEM_REDUCTION, max, max)
 
 // ---- Host code: the stream form ----
 
+//! NVSHMEM's reducescatter asserts (device-side) when team size * bytes per PE exceeds half its
+//! NVSHMEM_REDUCE_SCRATCH_SIZE (default 512 KiB); symm stays below half of that half and does larger ones in pieces.
+inline constexpr std::size_t nvshmem_reducescatter_max_bytes = std::size_t{128} << 10;
+
 //! A collective of symm/collectives.hpp on `stream` over a team with an RMA peer (team_state::rma_peer()), after the
 //! argument checks. Completes with the stream, except a rooted reduce, which is complete on return (it holds the
 //! staging buffer).
@@ -253,16 +259,38 @@ future<> nvshmem_stream_collective(cudaStream_t stream, const team_state& s, con
     } else {
       using W = nvshmem_word<T, Op>;
       const op_tag<op_code_of<Op>> tag{};
-      if constexpr (C == collective_id::allreduce) {
+      const bool in_place = static_cast<const void*>(mine) == static_cast<const void*>(from);
+      if constexpr (C == collective_id::reduce_scatter) {
+        if (n * dst.bytes() <= nvshmem_reducescatter_max_bytes) {
+          ok(nvshmem_reducescatter_on_stream(
+                 tag, team, reinterpret_cast<W*>(mine), reinterpret_cast<const W*>(from), dst.size, stream),
+             "nvshmemx_<T>_<op>_reducescatter_on_stream");
+        } else { // in pieces: each gathers its slice of every block into the staging buffer, then reduces-scatters it
+          w.cuda()->nvshmem()->with_staging(stream, [&](std::byte* scratch, std::size_t scratch_bytes) {
+            const std::size_t per =
+                (scratch_bytes < nvshmem_reducescatter_max_bytes ? scratch_bytes : nvshmem_reducescatter_max_bytes) /
+                (n * sizeof(T));
+            for (std::size_t done = 0; done < dst.size; done += per) {
+              const std::size_t m = dst.size - done < per ? dst.size - done : per;
+              ok(nvshmemx_team_sync_on_stream(team, stream), "nvshmemx_team_sync_on_stream"); // scratch is free
+              SYMM_TRY_CUDA(cudaMemcpy2DAsync(scratch, m * sizeof(T), from + done, dst.bytes(), m * sizeof(T), n,
+                                              cudaMemcpyDeviceToDevice, stream));
+              ok(nvshmem_reducescatter_on_stream(
+                     tag, team, reinterpret_cast<W*>(mine + done), reinterpret_cast<const W*>(scratch), m, stream),
+                 "nvshmemx_<T>_<op>_reducescatter_on_stream");
+            }
+            ok(nvshmemx_team_sync_on_stream(team, stream), "nvshmemx_team_sync_on_stream"); // no peer reads it still
+          });
+        }
+      } else if (C == collective_id::allreduce && !in_place) {
         ok(nvshmem_reduce_on_stream(tag, team, reinterpret_cast<W*>(mine), reinterpret_cast<const W*>(from), dst.size,
                                     stream),
            "nvshmemx_<T>_<op>_reduce_on_stream");
-      } else if constexpr (C == collective_id::reduce_scatter) {
-        ok(nvshmem_reducescatter_on_stream(
-               tag, team, reinterpret_cast<W*>(mine), reinterpret_cast<const W*>(from), dst.size, stream),
-           "nvshmemx_<T>_<op>_reducescatter_on_stream");
-      } else { // reduce: an allreduce into the staging buffer, piece by piece; the root copies each piece out
-        const bool is_root = s.my_index() == root;
+      } else {
+        // reduce, and allreduce in place (NVSHMEM's on-stream reduction with dest == source summed twice on the H200:
+        // 5000 doubles, 4 PEs): an allreduce into the staging buffer, piece by piece, copied out by the root (reduce)
+        // or by every PE (allreduce). In place, every PE has reduced the piece (read every src) before one writes it.
+        const bool copies_out = C == collective_id::allreduce || s.my_index() == root;
         w.cuda()->nvshmem()->with_staging(stream, [&](std::byte* scratch, std::size_t scratch_bytes) {
           const std::size_t per = scratch_bytes / sizeof(T);
           for (std::size_t done = 0; done < dst.size; done += per) {
@@ -272,10 +300,12 @@ future<> nvshmem_stream_collective(cudaStream_t stream, const team_state& s, con
             ok(nvshmem_reduce_on_stream(tag, team, reinterpret_cast<W*>(scratch),
                                         reinterpret_cast<const W*>(from + done), m, stream),
                "nvshmemx_<T>_<op>_reduce_on_stream");
-            if (is_root) {
+            if (in_place) ok(nvshmemx_team_sync_on_stream(team, stream), "nvshmemx_team_sync_on_stream");
+            if (copies_out) {
               SYMM_TRY_CUDA(cudaMemcpyAsync(mine + done, scratch, m * sizeof(T), cudaMemcpyDeviceToDevice, stream));
             }
           }
+          ok(nvshmemx_team_sync_on_stream(team, stream), "nvshmemx_team_sync_on_stream"); // no peer writes it still
         });
       }
     }
@@ -386,25 +416,50 @@ SYMM_DEVICE void nvshmem_device_collective(const Group& group, const team_ref& t
       using W = nvshmem_word<T, Op>;
       const op_tag<op_code_of<Op>> tag{};
       const scope_tag<S> scope{};
-      if constexpr (C == collective_id::allreduce) {
+      T* const scratch = reinterpret_cast<T*>(t.rma_scratch());
+      const auto rank = static_cast<unsigned>(group.thread_rank()), count = static_cast<unsigned>(group.num_threads());
+      const bool in_place = static_cast<const void*>(mine) == static_cast<const void*>(from);
+      const auto n = static_cast<std::size_t>(t.n_pes());
+      if constexpr (C == collective_id::reduce_scatter) {
+        if (n * dst.bytes() <= nvshmem_reducescatter_max_bytes) {
+          nvshmem_reducescatter(tag, scope, team, reinterpret_cast<W*>(mine), reinterpret_cast<const W*>(from),
+                                dst.size);
+        } else { // in pieces, as the stream form: each piece's slice of every block gathered into the scratch first
+          const std::size_t scratch_max =
+              t.rma_scratch_bytes() < nvshmem_reducescatter_max_bytes
+                  ? t.rma_scratch_bytes()
+                  : nvshmem_reducescatter_max_bytes;
+          const std::size_t per = scratch_max / (n * sizeof(T));
+          for (std::size_t done = 0; done < dst.size; done += per) {
+            const std::size_t m = dst.size - done < per ? dst.size - done : per;
+            nvshmem_sync_team<S>(team); // the scratch is free: every PE finished the previous piece
+            for (std::size_t j = 0; j < n; ++j)
+              group_copy(rank, count, scratch + j * m, from + j * dst.size + done, m * sizeof(T));
+            group.sync();
+            nvshmem_reducescatter(tag, scope, team, reinterpret_cast<W*>(mine + done),
+                                  reinterpret_cast<const W*>(scratch), m);
+          }
+          nvshmem_sync_team<S>(team); // no peer reads this PE's scratch any more
+        }
+      } else if (C == collective_id::allreduce && !in_place) {
         nvshmem_reduce(tag, scope, team, reinterpret_cast<W*>(mine), reinterpret_cast<const W*>(from), dst.size);
-      } else if constexpr (C == collective_id::reduce_scatter) {
-        nvshmem_reducescatter(tag, scope, team, reinterpret_cast<W*>(mine), reinterpret_cast<const W*>(from), dst.size);
-      } else { // reduce: an allreduce into the device scratch, piece by piece; the root copies each piece out
-        T* const scratch = reinterpret_cast<T*>(t.rma_scratch());
+      } else {
+        // reduce, and allreduce in place (as the stream form): an allreduce into the device scratch, piece by piece,
+        // copied out by the root (reduce) or every PE (allreduce), after every PE reduced the piece when in place.
+        const bool copies_out = C == collective_id::allreduce || t.my_pe() == root;
         const std::size_t per = t.rma_scratch_bytes() / sizeof(T);
-        const auto rank = static_cast<unsigned>(group.thread_rank()),
-                   count = static_cast<unsigned>(group.num_threads());
         for (std::size_t done = 0; done < dst.size; done += per) {
           const std::size_t m = dst.size - done < per ? dst.size - done : per;
           nvshmem_sync_team<S>(team); // no PE writes into a scratch its owner still copies from
           nvshmem_reduce(tag, scope, team, reinterpret_cast<W*>(scratch), reinterpret_cast<const W*>(from + done), m);
-          if (t.my_pe() == root) {
+          if (in_place) nvshmem_sync_team<S>(team);
+          if (copies_out) {
             group.sync();
             group_copy(rank, count, mine + done, scratch, m * sizeof(T));
           }
           group.sync();
         }
+        nvshmem_sync_team<S>(team); // no peer writes into this PE's scratch any more
       }
     }
     group.sync(); // the result is complete for every thread of the group
