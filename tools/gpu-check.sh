@@ -40,6 +40,10 @@ if [[ " $what " == *" nvshmem "* ]] && [ -x "$build/tests/gpu/symm_gpu_tests_nvs
   export NVSHMEM_REMOTE_TRANSPORT=none NVSHMEM_DISABLE_NVLS=1
   run gpu_suite_nvshmem 300 "$build/tests/gpu/symm_gpu_tests_nvshmem" --durations yes
   SYMM_NVSHMEM_RMA=1 run gpu_suite_nvshmem_rma 400 "$build/tests/gpu/symm_gpu_tests_nvshmem" --durations yes
+  # And as a job across nodes, simulated: every PE a node of its own, a TCP rendezvous, host coordination over the
+  # network mesh, every peer through NVSHMEM RMA.
+  SYMM_NVSHMEM_RMA=1 SYMM_NODE_NAME=pe%d SYMM_BOOTSTRAP_ADDR=127.0.0.1:${SYMM_TEST_PORT:-29517} \
+    run gpu_suite_nvshmem_multinode 400 "$build/tests/gpu/symm_gpu_tests_nvshmem" --durations yes
   unset NVSHMEM_REMOTE_TRANSPORT NVSHMEM_DISABLE_NVLS
 fi
 if [[ " $what " == *" examples "* ]]; then
