@@ -82,8 +82,6 @@ inline std::string derived_job_dir(std::string_view job_key) {
   return fmt::format("{}/job-{}", base, job_key);
 }
 
-//! Reads the launcher's variables: symmrun's first, then Open MPI, PMI (MPICH, Intel MPI), Slurm and torchrun.
-//! Throws errc::environment when none is set, naming the variables it looked for.
 //! The TCP rendezvous address: SYMM_BOOTSTRAP_ADDR, else under torchrun MASTER_ADDR with MASTER_PORT + 1 (torchrun's
 //! own store listens on MASTER_PORT itself); empty when neither is set (the Unix socket of one node).
 inline std::string bootstrap_addr_from_env(std::string_view source) {
@@ -101,6 +99,8 @@ inline std::string bootstrap_addr_from_env(std::string_view source) {
   return fmt::format("{}:{}", *host, *port + 1);
 }
 
+//! Reads the launcher's variables: symmrun's first, then Open MPI, PMI (MPICH, Intel MPI), Slurm and torchrun.
+//! Throws errc::environment when none is set, naming the variables it looked for.
 inline job_info job_from_environment() {
   if (launched_job) {
     job_info launched = *launched_job;
