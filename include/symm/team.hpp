@@ -221,8 +221,8 @@ public:
   [[nodiscard]] SYMM_HOST_DEVICE constexpr bool rma_peer() const noexcept { return detail::rma_transport && rma_peer_; }
   //! The team's NVSHMEM team (nvshmem_team_t), or -1 (NVSHMEM_TEAM_INVALID) when it has none.
   [[nodiscard]] SYMM_HOST_DEVICE constexpr std::int32_t nvshmem_team() const noexcept { return nvshmem_team_; }
-  //! This PE's symmetric scratch of device-side rooted reductions over RMA and its size (nvshmem backend; null
-  //! elsewhere).
+  //! This PE's symmetric scratch for device-side collectives over RMA that need one (rooted reduce, in-place allreduce,
+  //! large reduce_scatter) and its size (nvshmem backend; null elsewhere).
   [[nodiscard]] SYMM_HOST_DEVICE constexpr std::byte* rma_scratch() const noexcept { return rma_scratch_; }
   [[nodiscard]] SYMM_HOST_DEVICE constexpr std::size_t rma_scratch_bytes() const noexcept { return rma_scratch_bytes_; }
 
