@@ -8,9 +8,13 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <initializer_list>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #define PE_REQUIRE(...)                                                                                                \
@@ -88,5 +92,27 @@ void on_pes(int n, Fn&& body, symm::world_options options = {}) {
   symm::launch(n, body, {.mode = symm::launch_mode::processes, .world = options});
   symm::launch(n, body, {.mode = symm::launch_mode::threads, .world = options});
 }
+
+//! Sets environment variables for one scope and restores them after.
+class scoped_env {
+public:
+  scoped_env(std::initializer_list<std::pair<const char*, const char*>> vars) {
+    for (auto [name, value] : vars) {
+      const char* old = std::getenv(name);
+      saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+      if (value) ::setenv(name, value, 1);
+      else ::unsetenv(name);
+    }
+  }
+  ~scoped_env() {
+    for (auto& [name, old] : saved_) {
+      if (old) ::setenv(name.c_str(), old->c_str(), 1);
+      else ::unsetenv(name.c_str());
+    }
+  }
+
+private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
 
 } // namespace symm_test

@@ -18,27 +18,7 @@
 #include "catch.hpp"
 
 namespace {
-//! Sets environment variables for one scope and restores them after.
-class env_scope {
-public:
-  env_scope(std::initializer_list<std::pair<const char*, const char*>> vars) {
-    for (auto [name, value] : vars) {
-      const char* old = std::getenv(name);
-      saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-      if (value) ::setenv(name, value, 1);
-      else ::unsetenv(name);
-    }
-  }
-  ~env_scope() {
-    for (auto& [name, old] : saved_) {
-      if (old) ::setenv(name.c_str(), old->c_str(), 1);
-      else ::unsetenv(name.c_str());
-    }
-  }
-
-private:
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
+using symm_test::scoped_env;
 
 //! "127.0.0.1:PORT" with a port nobody listens on right now (the kernel's pick for an ephemeral bind).
 std::string free_loopback_address() {
@@ -127,7 +107,7 @@ TEST_CASE("a TCP rendezvous refuses a wrong token, and refuses to start without 
 TEST_CASE("node detection: SYMM_NODE_NAME=pe%d makes every PE a node, and network coordination is chosen",
           "[multinode][coordination]") {
   SECTION("one node per PE: the network") {
-    env_scope nodes({{"SYMM_NODE_NAME", "pe%d"}, {"SYMM_COORDINATION", nullptr}});
+    scoped_env nodes({{"SYMM_NODE_NAME", "pe%d"}, {"SYMM_COORDINATION", nullptr}});
     REQUIRE_NOTHROW(symm::launch(3, [] {
       symm::detail::bootstrap boot(*symm::detail::launched_job, boot_timeout);
       auto layout = symm::detail::detect_layout(boot);
@@ -139,35 +119,35 @@ TEST_CASE("node detection: SYMM_NODE_NAME=pe%d makes every PE a node, and networ
     }));
   }
   SECTION("one node: shared memory, unless the network is forced") {
-    env_scope nodes({{"SYMM_NODE_NAME", "box"}, {"SYMM_COORDINATION", nullptr}});
+    scoped_env nodes({{"SYMM_NODE_NAME", "box"}, {"SYMM_COORDINATION", nullptr}});
     REQUIRE_NOTHROW(symm::launch(3, [] {
       symm::detail::bootstrap boot(*symm::detail::launched_job, boot_timeout);
       auto layout = symm::detail::detect_layout(boot);
       PE_REQUIRE_EQ(layout.n_nodes, 1);
       PE_REQUIRE(layout.mode == symm::detail::coordination::shared);
     }));
-    env_scope forced({{"SYMM_COORDINATION", "network"}});
+    scoped_env forced({{"SYMM_COORDINATION", "network"}});
     REQUIRE_NOTHROW(symm::launch(2, [] {
       symm::detail::bootstrap boot(*symm::detail::launched_job, boot_timeout);
       PE_REQUIRE(symm::detail::detect_layout(boot).mode == symm::detail::coordination::network);
     }));
   }
   SECTION("shared memory across nodes is refused on every PE") {
-    env_scope nodes({{"SYMM_NODE_NAME", "pe%d"}, {"SYMM_COORDINATION", "shared"}});
+    scoped_env nodes({{"SYMM_NODE_NAME", "pe%d"}, {"SYMM_COORDINATION", "shared"}});
     REQUIRE_NOTHROW(symm::launch(2, [] {
       symm::detail::bootstrap boot(*symm::detail::launched_job, boot_timeout);
       PE_REQUIRE_ERROR((void) symm::detail::detect_layout(boot), symm::errc::unsupported,
                        "SYMM_COORDINATION=shared, but the PEs cannot share memory pages: 2 nodes: pe0 (PEs 0), pe1 "
                        "(PEs 1)");
     }));
-    env_scope garbage({{"SYMM_COORDINATION", "smoke signals"}});
+    scoped_env garbage({{"SYMM_COORDINATION", "smoke signals"}});
     REQUIRE_THROWS_WITH(symm::detail::requested_coordination(),
                         symm_test::contains_substring("SYMM_COORDINATION='smoke signals' is not a coordination mode"));
   }
 }
 
 TEST_CASE("the mesh of network coordination: barriers, agreement tables and a failed peer", "[multinode][mesh]") {
-  env_scope nodes({{"SYMM_NODE_NAME", "pe%d"}, {"SYMM_COORDINATION", nullptr}});
+  scoped_env nodes({{"SYMM_NODE_NAME", "pe%d"}, {"SYMM_COORDINATION", nullptr}});
   REQUIRE_NOTHROW(symm::launch(4, [] {
     symm::detail::bootstrap boot(*symm::detail::launched_job, boot_timeout);
     symm::detail::net_coordination mesh(boot, symm::detail::detect_layout(boot), boot_timeout);
@@ -202,7 +182,7 @@ TEST_CASE("the mesh of network coordination: barriers, agreement tables and a fa
 }
 
 TEST_CASE("a world forced onto the network coordinates over the mesh", "[multinode][coordination]") {
-  env_scope forced({{"SYMM_COORDINATION", "network"}});
+  scoped_env forced({{"SYMM_COORDINATION", "network"}});
   REQUIRE_NOTHROW(symm_test::on_pes(3, [](symm::world& world) {
     PE_REQUIRE(symm::detail::current_world->network_coordination());
     symm::array<int> a(world, 8);
@@ -210,7 +190,7 @@ TEST_CASE("a world forced onto the network coordinates over the mesh", "[multino
     world.barrier();
     PE_REQUIRE_EQ(a.local()[0], (world.my_pe() + 2) % 3 + 1);
   }));
-  env_scope automatic({{"SYMM_COORDINATION", nullptr}, {"SYMM_NODE_NAME", "one-node"}});
+  scoped_env automatic({{"SYMM_COORDINATION", nullptr}, {"SYMM_NODE_NAME", "one-node"}});
   REQUIRE_NOTHROW(symm_test::on_pes(2, [](symm::world&) {
     PE_REQUIRE(!symm::detail::current_world->network_coordination()); // one node: the shared pages, as before
   }));
@@ -221,7 +201,7 @@ TEST_CASE("the host and cuda backends refuse a world across nodes, naming the nv
   const symm::world_options cuda{.backend = symm::backend::cuda, .heap_size = 1 << 20};
   {
     // One world per launch: a PE that failed its world early must not meet the next world's rendezvous late.
-    env_scope nodes({{"SYMM_NODE_NAME", "pe%d"}});
+    scoped_env nodes({{"SYMM_NODE_NAME", "pe%d"}});
     for (auto mode : {symm::launch_mode::processes, symm::launch_mode::threads}) {
       REQUIRE_NOTHROW(symm::launch(
           2,
@@ -241,7 +221,7 @@ TEST_CASE("the host and cuda backends refuse a world across nodes, naming the nv
     }));
   }
   const std::string address = free_loopback_address();
-  env_scope tcp({{"SYMM_BOOTSTRAP_ADDR", address.c_str()}});
+  scoped_env tcp({{"SYMM_BOOTSTRAP_ADDR", address.c_str()}});
   REQUIRE_NOTHROW(symm::launch(2, [&] {
     PE_REQUIRE_ERROR(symm::world{host}, symm::errc::unsupported, "the host backend cannot make a world across nodes",
                      "met over TCP address " + address, "Use SYMM_BACKEND=nvshmem");

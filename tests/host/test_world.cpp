@@ -9,30 +9,7 @@
 #include "catch.hpp"
 
 using symm_test::on_pes;
-
-namespace {
-//! Sets environment variables for one scope and restores them after.
-class scoped_env {
-public:
-  scoped_env(std::initializer_list<std::pair<const char*, const char*>> vars) {
-    for (auto [name, value] : vars) {
-      const char* old = std::getenv(name);
-      saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-      if (value) ::setenv(name, value, 1);
-      else ::unsetenv(name);
-    }
-  }
-  ~scoped_env() {
-    for (auto& [name, old] : saved_) {
-      if (old) ::setenv(name.c_str(), old->c_str(), 1);
-      else ::unsetenv(name.c_str());
-    }
-  }
-
-private:
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
-} // namespace
+using symm_test::scoped_env;
 
 TEST_CASE("every PE learns its number and the job size", "[world]") {
   for (int n : {1, 2, 3, 4, 8}) {
