@@ -217,18 +217,16 @@ future<> nvshmem_stream_collective(cudaStream_t stream, const team_state& s, con
   world_state& w = s.world();
   const int me = w.my_pe();
   const char* what = collective_name(C);
-  int far = -1; // a team PE this PE reaches only through RMA, for the messages
-  for (int pe : s.members()) {
-    if (!w.mapped(pe)) {
-      far = pe;
-      break;
-    }
-  }
+  const auto far = [&] { // a team PE this PE reaches only through RMA, for the messages (not on the way of a call)
+    for (int pe : s.members())
+      if (!w.mapped(pe)) return pe;
+    return -1;
+  };
   if (s.nvshmem_team() == no_nvshmem_team) {
     SYMM_THROW(errc::unsupported,
                "PE {}: {}(stream, team, ...) on {}: this GPU reaches PE {} only through NVSHMEM RMA, so the "
                "collective must be NVSHMEM's, but NVSHMEM made no team for it: {}",
-               me, what, s.name(), far, s.nvshmem_problem());
+               me, what, s.name(), far(), s.nvshmem_problem());
   }
   if constexpr (is_reduction(C) && !nvshmem_reducible<T, Op>) {
     SYMM_THROW(errc::unsupported,
@@ -236,7 +234,7 @@ future<> nvshmem_stream_collective(cudaStream_t stream, const team_state& s, con
                "collective must be NVSHMEM's, and NVSHMEM has no reduction of {} ({}-byte elements) with {}: it "
                "reduces integers of 1 to 8 bytes (bit_and, bit_or, bit_xor, plus, multiplies, min, max) and float, "
                "double, __half and __nv_bfloat16 (plus, multiplies, min, max) only",
-               me, what, s.name(), far, type_name<T>(), sizeof(T), op_name(op_code_of<Op>));
+               me, what, s.name(), far(), type_name<T>(), sizeof(T), op_name(op_code_of<Op>));
   } else {
     const auto team = static_cast<nvshmem_team_t>(s.nvshmem_team());
     T* const mine = dst.on(me);
