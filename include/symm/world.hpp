@@ -28,7 +28,8 @@ class world {
 public:
   world() : world(world_options{}) {}
   explicit world(const world_options& options)
-      : state_(std::make_shared<detail::world_state>(options)), previous_(detail::current_world),
+      : state_(std::make_shared<detail::world_state>(options)),
+        world_team_(std::make_shared<detail::team_state>(state_)), previous_(detail::current_world),
         uncaught_(std::uncaught_exceptions()) {
     detail::current_world = state_.get();
   }
@@ -68,13 +69,15 @@ public:
   void sync() { state_->barrier("sync_all"); }
 
   //! The world team: every PE, numbered as in the world. What teams are split from. Its barrier is the world's.
-  [[nodiscard]] symm::team team() const { return symm::team(std::make_shared<detail::team_state>(state_)); }
+  [[nodiscard]] symm::team team() const { return symm::team(world_team_); }
 
   //! The shared state, for symmetric objects. Not for users.
   [[nodiscard]] const std::shared_ptr<detail::world_state>& state() const noexcept { return state_; }
 
 private:
   std::shared_ptr<detail::world_state> state_;
+  // Made once: every world.team() handle shares it (its members list, its NVSHMEM team) instead of rebuilding them.
+  std::shared_ptr<detail::team_state> world_team_;
   detail::world_state* previous_;
   int uncaught_;
 };
