@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <string_view>
 
 #include "../pe_check.hpp"
 
@@ -58,10 +59,21 @@ inline symm::world_options gpu_options() {
 //! wait for the kernels of the whole context (cudaDeviceSynchronize, cudaFree, and at times cudaMalloc or stream
 //! creation). A PE still in such a call while its peers' kernels wait for its own kernel deadlocks. The tests therefore
 //! finish their CUDA set-up on every PE, then pass a host barrier, then launch kernels that wait for other PEs.
+//! Whether this run starts PEs in `mode` ("processes" or "threads"): both unless SYMM_GPU_TEST_MODES names one, so
+//! that a compute-sanitizer run can check the two apart.
+inline bool runs_mode(std::string_view mode) {
+  const char* only = std::getenv("SYMM_GPU_TEST_MODES");
+  if (only == nullptr || *only == '\0' || std::string_view(only) == "both") return true;
+  if (std::string_view(only) != "processes" && std::string_view(only) != "threads") {
+    throw std::runtime_error(fmt::format("SYMM_GPU_TEST_MODES is '{}': it must be processes, threads or both", only));
+  }
+  return std::string_view(only) == mode;
+}
+
 template <class Fn>
 void on_gpu_pes(int n, Fn body, symm::world_options options = gpu_options()) {
-  symm::launch(n, body, {.mode = symm::launch_mode::processes, .world = options});
-  if (pes_as_threads) {
+  if (runs_mode("processes")) symm::launch(n, body, {.mode = symm::launch_mode::processes, .world = options});
+  if (pes_as_threads && runs_mode("threads")) {
     symm::launch(1, [&] { symm::launch(n, body, {.mode = symm::launch_mode::threads, .world = options}); });
   }
 }
