@@ -3,7 +3,8 @@
 # for the cases a tag-by-tag run (tools/gpu-check.sh ... sanitizer) could not finish. Items run one after another in
 # one lane (several lanes of 8-PE cases under the tools exhaust the GPU: cudaErrorDevicesUnavailable); each under
 # LIMIT seconds (default 300), all within TOTAL (default 570). BINARY: the suite built with long device waits (ninja
-# tests/gpu/symm_gpu_tests_sanitize). Starts and stops its own MPS daemon. Example:
+# tests/gpu/symm_gpu_tests_sanitize). Starts and stops its own MPS daemon. SYMM_GPU_TEST_MODES=processes (or threads)
+# in the environment runs each case's PEs one way only. Example:
 #   tools/sanitize-cases.sh build/tests/gpu/symm_gpu_tests_sanitize out 'memcheck|*std::int64_t' \
 #       'memcheck|[signal]host*' 'racecheck|[atomics]host*'
 set -u
