@@ -76,7 +76,7 @@ public:
 
 private:
   std::shared_ptr<detail::world_state> state_;
-  // Made once: every world.team() handle shares it (its members list, its NVSHMEM team) instead of rebuilding them.
+  // Made once: every world.team() handle shares it (its member list, its NVSHMEM team) instead of rebuilding them.
   std::shared_ptr<detail::team_state> world_team_;
   detail::world_state* previous_;
   int uncaught_;

@@ -52,13 +52,6 @@ inline symm::world_options gpu_options() {
   return options;
 }
 
-//! The same body on n PEs: as processes, then (except on the nvshmem backend) as threads of one (forked) process
-//! sharing the CUDA context.
-//!
-//! PEs that share a GPU share a context too (threads of one process, or processes under MPS), and some CUDA calls
-//! wait for the kernels of the whole context (cudaDeviceSynchronize, cudaFree, and at times cudaMalloc or stream
-//! creation). A PE still in such a call while its peers' kernels wait for its own kernel deadlocks. The tests therefore
-//! finish their CUDA set-up on every PE, then pass a host barrier, then launch kernels that wait for other PEs.
 //! Whether this run starts PEs in `mode` ("processes" or "threads"): both unless SYMM_GPU_TEST_MODES names one, so
 //! that a compute-sanitizer run can check the two apart.
 inline bool runs_mode(std::string_view mode) {
@@ -70,6 +63,13 @@ inline bool runs_mode(std::string_view mode) {
   return std::string_view(only) == mode;
 }
 
+//! The same body on n PEs: as processes, then (except on the nvshmem backend) as threads of one (forked) process
+//! sharing the CUDA context.
+//!
+//! PEs that share a GPU share a context too (threads of one process, or processes under MPS), and some CUDA calls
+//! wait for the kernels of the whole context (cudaDeviceSynchronize, cudaFree, and at times cudaMalloc or stream
+//! creation). A PE still in such a call while its peers' kernels wait for its own kernel deadlocks. The tests therefore
+//! finish their CUDA set-up on every PE, then pass a host barrier, then launch kernels that wait for other PEs.
 template <class Fn>
 void on_gpu_pes(int n, Fn body, symm::world_options options = gpu_options()) {
   if (runs_mode("processes")) symm::launch(n, body, {.mode = symm::launch_mode::processes, .world = options});
