@@ -4,7 +4,8 @@
 # one lane (several lanes of 8-PE cases under the tools exhaust the GPU: cudaErrorDevicesUnavailable); each under
 # LIMIT seconds (default 300), all within TOTAL (default 570). BINARY: the suite built with long device waits (ninja
 # tests/gpu/symm_gpu_tests_sanitize). Starts and stops its own MPS daemon. SYMM_GPU_TEST_MODES=processes (or threads)
-# in the environment runs each case's PEs one way only. Example:
+# in the environment runs each case's PEs one way only (not the [failure] case's, which sanitizer runs leave out).
+# Example:
 #   tools/sanitize-cases.sh build/tests/gpu/symm_gpu_tests_sanitize out 'memcheck|*std::int64_t' \
 #       'memcheck|[signal]host*' 'racecheck|[atomics]host*'
 set -u
