@@ -32,7 +32,8 @@
 // - host code, CUDA backend: the heap is GPU memory, which a CPU thread cannot update atomically through a pointer, so
 //   symm runs the same instruction in a one-thread kernel of its own (embedded PTX loaded through the driver, so that
 //   g++-only translation units work too) on the world's stream, and returns its result: microseconds per call, every
-//   order performed as seq_cst (detail/backend/cuda/host_atomics.hpp). Loops of atomics belong in a kernel.
+//   order performed as seq_cst (detail/backend/cuda/host_atomics.hpp); load and store are a copy and a stream write,
+//   which need no free SM. Loops of atomics belong in a kernel.
 //
 // Scope: thread_scope_system. A PE may be another process (host backend, or CUDA backend PEs in several processes on
 // one GPU) or on another GPU (peer mapping over NVLink/PCIe). thread_scope_device is only correct when every party is a

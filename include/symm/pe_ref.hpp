@@ -25,7 +25,7 @@ SYMM_BEGIN_NAMESPACE
 //! compare_exchange, fetch_add/sub/and/or/xor/min/max and the non-fetching add, sub, bit_and, bit_or, bit_xor. They
 //! take 4- and 8-byte integers, float and double (bitwise and min/max: integers only), run at system scope, and work
 //! in device code and in host code on both backends (host code on the CUDA backend: a one-thread kernel, seq_cst,
-//! complete on return); symm/atomic.hpp has the table and the rules.
+//! complete on return; load and store: a copy, a stream write); symm/atomic.hpp has the table and the rules.
 //!
 //! Trivially copyable, so it can be passed to kernels; it is valid as long as the symmetric object it refers to.
 template <class T>
@@ -66,7 +66,8 @@ public:
   SYMM_HOST_DEVICE operator value_type() const { return get(); }
 
   // ---- atomics (symm/atomic.hpp): system scope. Host code on the host backend: CPU atomics on the shared mapping;
-  // on the CUDA backend: a one-thread kernel on the world's stream (detail/backend/cuda/host_atomics.hpp) ----
+  // on the CUDA backend: a one-thread kernel, or for load and store a copy or a stream write, on the world's stream
+  // (detail/backend/cuda/host_atomics.hpp) ----
 
   //! Atomic read of the element on PE pe(). The only atomic a pe_ref<const T> has.
   [[nodiscard]] SYMM_HOST_DEVICE value_type load(cuda::memory_order order = cuda::memory_order_seq_cst) const {

@@ -27,7 +27,8 @@
 //   Only signal_op::set: the stream has no atomic add, so signal_op::add throws errc::unsupported there (do it in a
 //   kernel). The forms without a stream use the world's own stream; put_signal waits for it, put_signal_nbi does not
 //   (quiet() does). In host code signal_fetch reads the signal (GPU memory) with a small copy after the world stream's
-//   earlier work, and signal_wait_until waits with a one-thread kernel that watches it (symm/wait.hpp says how),
+//   earlier work, and signal_wait_until waits with a one-thread kernel that watches it, or copies when that kernel
+//   finds no free SM (symm/wait.hpp says how),
 //   checking that the other PEs are alive as on the host backend.
 #pragma once
 

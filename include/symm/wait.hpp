@@ -15,12 +15,12 @@
 // milliseconds it checks that the other PEs are alive: when one has died or failed, the wait throws errc::peer_failed
 // naming it, instead of hanging. On the CUDA backend the heap is GPU memory, which a CPU thread cannot load: host code
 // reads such words (the heap, or other device memory) with small copies after the world stream's earlier work, and
-// waits on one with a one-thread kernel of symm's that watches the word and reports to the host (the span forms copy
-// the words again with back-off); the same liveness checks apply (detail/backend/cuda/host_atomics_wait.hpp). That
-// costs microseconds per read or wait: a tight loop belongs in a kernel. Host memory (e.g. pinned memory a kernel
-// writes) is read directly. A host wait needs a live symm::world on the calling thread (for the liveness checks).
-// Device code: spins; after SYMM_DEVICE_WAIT_TIMEOUT_NS (20 s) it prints what it waited for and traps (a probable
-// deadlock), so a kernel never hangs the GPU silently.
+// waits on one with a one-thread kernel of symm's that watches the word and reports to the host, copying the word too
+// when that kernel gets no SM (the span forms copy the words again with back-off); the same liveness checks apply
+// (detail/backend/cuda/host_atomics_wait.hpp). That costs microseconds per read or wait: a tight loop belongs in a
+// kernel. Host memory (e.g. pinned memory a kernel writes) is read directly. A host wait needs a live symm::world on
+// the calling thread (for the liveness checks). Device code: spins; after SYMM_DEVICE_WAIT_TIMEOUT_NS (20 s) it prints
+// what it waited for and traps (a probable deadlock), so a kernel never hangs the GPU silently.
 //
 // Status arrays (the _all/_any/_some forms): an optional span of int, as long as the words; a word whose status is
 // not 0 is left out. Return conventions follow OpenSHMEM 1.5:
@@ -98,11 +98,11 @@ inline const world_state& host_wait_world(const char* what) {
 template <class T>
 std::remove_cv_t<T>
 host_wait_until(const world_state& world, int owner, T* word, cmp c, std::remove_cv_t<T> value, const char* what) {
+  auto holds = [&](std::remove_cv_t<T> v) { return compare(v, c, value); };
 #if SYMM_CUDA_BACKEND()
-  if (in_gpu_memory(world, word)) return gpu_wait(world, word, static_cast<int>(c), value, what);
+  if (in_gpu_memory(world, word)) return gpu_wait(world, word, static_cast<int>(c), value, holds, what);
 #endif
-  return host_wait(
-      world, owner, word, [&](std::remove_cv_t<T> v) { return compare(v, c, value); }, what);
+  return host_wait(world, owner, word, holds, what);
 }
 
 //! Host code: the word now, with acquire order (a copy for GPU memory).

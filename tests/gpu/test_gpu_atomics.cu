@@ -509,6 +509,19 @@ signal_producer_kernel(symm::array_ref<std::uint32_t> buf, symm::array_ref<std::
   }
 }
 
+//! Run with as many blocks as fit (one warp each: the SMs run out of block slots first, whatever the registers), it
+//! takes every block slot of every SM: while it runs no other kernel of the process can start, symm's own one-thread
+//! kernels included. Each block counts itself in `arrived` and waits until this PE's host code has seen that and stored
+//! `go`.
+__global__ void __launch_bounds__(32)
+    fill_gpu_kernel(symm::scalar_ref<unsigned> arrived, symm::scalar_ref<unsigned> go) {
+  if (threadIdx.x == 0) {
+    cuda::atomic_ref<unsigned, cuda::thread_scope_system>(arrived.local()).fetch_add(1, cuda::memory_order_release);
+    symm::wait_until(go.local(), symm::cmp::eq, 1u);
+  }
+  __syncwarp();
+}
+
 } // namespace
 
 TEST_CASE("device fetch_add from every thread of every PE: the counter ends exact, each old value once",
@@ -809,6 +822,37 @@ TEST_CASE("host signal_wait_until and signal_fetch on the CUDA backend while a p
       world.barrier();
     }));
   }
+}
+
+TEST_CASE("host wait_until and pe_ref load/store (CUDA backend) while a kernel fills the GPU", "[gpu][wait][host]") {
+  REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(2, [](symm::world& world) {
+    const int me = world.my_pe();
+    symm::scalar<unsigned> arrived(world), go(world);
+    pe_stream s;
+    zero(s.stream, &arrived.local());
+    zero(s.stream, &go.local());
+    GPU_CHECK(cudaStreamSynchronize(s.stream));
+    world.barrier();
+    int device = 0, sms = 0, per_sm = 0;
+    GPU_CHECK(cudaGetDevice(&device));
+    GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fill_gpu_kernel, 32, 0));
+    PE_REQUIRE(per_sm >= 1);
+    const auto blocks = static_cast<unsigned>(sms * per_sm);
+    fill_gpu_kernel<<<blocks, 32, 0, s.stream>>>(arrived, go);
+    GPU_CHECK(cudaGetLastError());
+    // symm's wait kernel finds no free SM until the blocks end, and they wait for this thread: the wait has to end
+    // through its copies, the load is a copy and the store a stream write. Each PE releases only its own blocks, so
+    // the PEs' grids (sharing the GPU) need no more than one of their blocks running to finish.
+    const unsigned seen = symm::wait_until(arrived, symm::cmp::ge, 1u);
+    PE_REQUIRE(seen >= 1u);
+    PE_REQUIRE(symm::remote(arrived, me).load(cuda::memory_order_acquire) >= seen);
+    symm::remote(go, me).store(1u, cuda::memory_order_release);
+    GPU_CHECK(cudaStreamSynchronize(s.stream));
+    PE_REQUIRE_EQ(symm::remote(arrived, me).load(), blocks);
+    PE_REQUIRE_EQ(symm::remote(go, me).load(), 1u);
+    world.barrier();
+  }));
 }
 
 TEST_CASE("host waits on GPU memory (CUDA backend): every comparison, 4- and 8-byte words, the span forms",

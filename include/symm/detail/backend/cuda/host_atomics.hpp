@@ -1,17 +1,23 @@
 // symm/detail/backend/cuda/host_atomics.hpp: pe_ref's atomics called from host code. On the host backend they are CPU
 // atomics on the shared mapping (pe_ref.hpp does those itself); on the CUDA backend the heap is GPU memory, which a CPU
-// thread cannot update atomically, so the atomic runs in a kernel of one thread.
+// thread cannot load, store or update atomically.
 //
-// The kernel is symm's own PTX (host_atomics_ptx.hpp, generated from tools/host_atomics_kernels.cu), loaded with the
-// driver once per process and device (host_atomics_kernels.hpp) and launched with cuLaunchKernel: no __global__ in a
-// header that g++ also compiles, no -rdc, nothing for the user to link. It does the atomic at system scope on the
-// address as this PE maps it (its own heap or a peer's), seq_cst whatever order was asked (stronger is always correct,
-// and the launch and the wait cost far more than the order could save), and writes the old value into a pinned host
-// word of the calling thread. The launch goes on the world's stream, after the world's earlier host-issued work, and
-// the call waits for it: like every blocking host operation, the atomic is complete (and visible to every PE) when it
-// returns.
+// Loads and stores need no kernel: a load is a small copy and a store a stream write (cuStreamWriteValue32/64, fenced
+// before the store), both on the world's stream. Neither needs a free SM, so they go through while kernels fill the GPU
+// or while a kernel of this process waits for them under compute-sanitizer (which runs a process's kernels one at a
+// time): a kernel waiting for a flag the host stores is the common case.
 //
-// Cost: a launch and a stream synchronisation, some microseconds; atomics in a kernel are one instruction each.
+// The read-modify-write atomics run in a kernel of one thread: symm's own PTX (host_atomics_ptx.hpp, generated from
+// tools/host_atomics_kernels.cu), loaded with the driver once per process and device (host_atomics_kernels.hpp) and
+// launched with cuLaunchKernel: no __global__ in a header that g++ also compiles, no -rdc, nothing for the user to
+// link. It does the atomic at system scope on the address as this PE maps it (its own heap or a peer's), seq_cst
+// whatever order was asked (stronger is always correct, and the launch and the wait cost far more than the order could
+// save), and writes the old value into a pinned host word of the calling thread. Such an atomic needs an SM: it waits
+// while the GPU is full, and under compute-sanitizer until the process's running kernels end.
+//
+// Every form goes on the world's stream, after the world's earlier host-issued work, and the call waits for it: like
+// every blocking host operation, the atomic is complete (and visible to every PE) when it returns. Cost: a copy, a
+// stream write or a launch, and a stream synchronisation: some microseconds.
 #pragma once
 
 #include <symm/detail/atomic_codes.hpp>
@@ -29,6 +35,7 @@
 #  include <symm/detail/backend/cuda/check.hpp>
 #  include <symm/detail/backend/cuda/driver.hpp>
 #  include <symm/detail/backend/cuda/host_atomics_kernels.hpp>
+#  include <symm/detail/backend/cuda/stream_write.hpp>
 #  include <symm/detail/backend/nvshmem/host_rma_atomics.hpp>
 
 #  include <cuda.h>
@@ -40,8 +47,8 @@ namespace detail {
 
 #if SYMM_CUDA_BACKEND()
 
-//! Runs `op` on the element of type `type` at `address` (as this PE maps it) in the kernel; returns the old value's
-//! bits (0 for a store). Complete when it returns.
+//! Runs `op` on the element of type `type` at `address` (as this PE maps it): a copy, a stream write or the kernel;
+//! returns the old value's bits (the value for a load, 0 for a store). Complete when it returns.
 inline std::uint64_t run_host_atomic(world_state& world, const void* address, atomic_type_code type, atomic_op op,
                                      std::uint64_t operand, std::uint64_t expected) {
   cuda_heap& heap = *world.cuda();
@@ -53,14 +60,29 @@ inline std::uint64_t run_host_atomic(world_state& world, const void* address, at
     return run_rma_host_atomic(heap.stream(), world.my_pe(), address, type, op, operand, expected, result);
   }
 #  endif
+  const cudaStream_t stream = heap.stream();
+  const bool four_bytes =
+      type == atomic_type_code::i32 || type == atomic_type_code::u32 || type == atomic_type_code::f32;
+  if (op == atomic_op::load) { // a copy (see the header comment)
+    SYMM_TRY_CUDA(cudaMemcpyAsync(result, address, four_bytes ? 4 : 8, cudaMemcpyDeviceToHost, stream));
+    SYMM_TRY_CUDA(cudaStreamSynchronize(stream));
+    return *result; // zeroed above: a 4-byte value fills the low half
+  }
+  if (op == atomic_op::store) { // a stream write
+    void* target = const_cast<void*>(address);
+    if (four_bytes) stream_write_u32(stream, target, static_cast<std::uint32_t>(operand));
+    else stream_write_u64(stream, target, operand);
+    SYMM_TRY_CUDA(cudaStreamSynchronize(stream));
+    return 0;
+  }
   CUfunction function = host_kernels_of(heap.device()).atomic;
   auto target = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(address));
   unsigned long long operand_bits = operand, expected_bits = expected;
   int type_code = static_cast<int>(type), op_code = static_cast<int>(op);
   void* params[] = {&target, &operand_bits, &expected_bits, &result, &type_code, &op_code};
-  SYMM_TRY_CU(driver().cuLaunchKernel(
-      function, 1, 1, 1, 1, 1, 1, 0, reinterpret_cast<CUstream>(heap.stream()), params, nullptr));
-  SYMM_TRY_CUDA(cudaStreamSynchronize(heap.stream()));
+  SYMM_TRY_CU(
+      driver().cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, reinterpret_cast<CUstream>(stream), params, nullptr));
+  SYMM_TRY_CUDA(cudaStreamSynchronize(stream));
   return *result;
 }
 

@@ -9,13 +9,19 @@
 // without any CUDA call, backing off from yields to sleeps of up to 100 us. Every few milliseconds the host checks that
 // the other PEs are alive: a dead PE ends the wait in errc::peer_failed, as on the host backend.
 //
+// The kernel needs an SM. When it has not reported within a few of its milliseconds it is not running: the GPU is
+// full (a persistent kernel, several PEs' grids), or compute-sanitizer runs the process's kernels one at a time and a
+// kernel that waits for this very host thread is running. Then the host also copies the word each round, as the span
+// forms do: copies need no SM, so the wait ends whichever sees the value first.
+//
 // Why a kernel and not a stream wait (cuStreamWaitValue32/64, which costs no GPU thread): a stream wait cannot be
 // cancelled. After a peer dies its value never comes, and the stream's pending work would then hold up every later
 // cudaFree and synchronisation of the context, the world's own teardown among them: a hang. The kernel watches a
 // cancel word (pinned host memory) too, and ends within microseconds of the host setting it; and it gives up after
 // about a millisecond, when the host launches it again, so that a cudaFree or cudaDeviceSynchronize in another thread
 // of the process (PEs as threads share a context) waits for it no longer than that, even when that thread is the one
-// that is to write the word.
+// that is to write the word. Why not copies alone: a running kernel sees the value within a microsecond, a copy round
+// trip costs several.
 //
 // The span forms (wait_until_any / _some) copy the words with the same back-off and liveness checks.
 #pragma once
@@ -125,10 +131,11 @@ inline host_wait_slot& thread_host_wait_slot() {
 }
 
 //! Waits until `*word <c> value` (c: symm::cmp's code) for a 4- or 8-byte integer in GPU memory; returns the value
-//! seen. Throws errc::peer_failed when another PE fails meanwhile (see the header comment).
-template <class T>
+//! seen. `met(v)` is the same comparison on the host, for the copies taken when the kernel does not run. Throws
+//! errc::peer_failed when another PE fails meanwhile (see the header comment).
+template <class T, class Met>
 std::remove_cv_t<T>
-gpu_wait(const world_state& world, T* word, int c, std::remove_cv_t<T> value, std::string_view what) {
+gpu_wait(const world_state& world, T* word, int c, std::remove_cv_t<T> value, Met&& met, std::string_view what) {
   using value_type = std::remove_cv_t<T>;
   constexpr bool integer_word = std::is_integral_v<value_type> && (sizeof(T) == 4 || sizeof(T) == 8);
   static_assert(integer_word, "gpu_wait: 4- or 8-byte integers only");
@@ -153,24 +160,35 @@ gpu_wait(const world_state& world, T* word, int c, std::remove_cv_t<T> value, st
   SYMM_TRY_CU(driver().cuLaunchKernel(
       kernels.wait, 1, 1, 1, 1, 1, 1, 0, reinterpret_cast<CUstream>(slot.stream), params, nullptr));
 
-  const unsigned long long met = 2ull * generation + 1;
+  const unsigned long long met_status = 2ull * generation + 1;
   // Leaving by an exception (a dead peer, a CUDA error) cancels the kernel; it ends by itself within microseconds.
+  // So does leaving on a copy's value: a kernel still queued ends as soon as it starts.
   struct cancel_on_exit {
     std::atomic_ref<unsigned>& cancel;
     unsigned generation;
     ~cancel_on_exit() { cancel.store(generation, std::memory_order_release); }
   } cancel_guard{cancel, generation};
+  // A running kernel reports at least every millisecond; silence for longer than this means it has not started.
+  constexpr auto kernel_silence = std::chrono::milliseconds(4);
+  auto launched = std::chrono::steady_clock::now();
+  bool copying = false;
   gpu_backoff backoff(std::chrono::microseconds(100));
   auto next_check = std::chrono::steady_clock::now() + liveness_period;
   for (;;) {
     const unsigned long long reported = status.load(std::memory_order_acquire);
-    if (reported == met) return atomic_from_bits<value_type>(words.report[0]);
-    if (reported == met - 1) { // its millisecond is up (it has ended, or is about to): again
+    if (reported == met_status) return atomic_from_bits<value_type>(words.report[0]);
+    if (reported == met_status - 1) { // its millisecond is up (it has ended, or is about to): again
       status.store(0, std::memory_order_relaxed);
       SYMM_TRY_CU(driver().cuLaunchKernel(
           kernels.wait, 1, 1, 1, 1, 1, 1, 0, reinterpret_cast<CUstream>(slot.stream), params, nullptr));
+      launched = std::chrono::steady_clock::now();
     }
     const auto now = std::chrono::steady_clock::now();
+    copying = copying || now - launched > kernel_silence;
+    if (copying) {
+      const value_type seen = read_gpu_word(world, word);
+      if (met(seen)) return seen;
+    }
     if (now >= next_check) {
       world.peers().check(what);
       next_check = now + liveness_period;

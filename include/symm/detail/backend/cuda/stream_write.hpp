@@ -1,5 +1,8 @@
-// symm/detail/backend/cuda/stream_write.hpp: an 8-byte store ordered on a CUDA stream (cuStreamWriteValue64), the
-// signal write of the stream-ordered put_signal. The driver entry point comes through the runtime, like driver.hpp's.
+// symm/detail/backend/cuda/stream_write.hpp: 4- and 8-byte stores ordered on a CUDA stream (cuStreamWriteValue32/64):
+// the signal write of the stream-ordered put_signal, and host-side pe_ref::store on the CUDA backend. A stream write
+// is done by the GPU's front end, not by a kernel: it needs no free SM, so it goes through while kernels fill the GPU
+// (or, under compute-sanitizer, while a kernel of the process runs). The driver entry points come through the
+// runtime, like driver.hpp's.
 #pragma once
 
 #include <symm/detail/backend/cuda/check.hpp>
@@ -25,6 +28,17 @@ inline void stream_write_u64(cudaStream_t stream, void* address, std::uint64_t v
   }();
   SYMM_TRY_CU(write(reinterpret_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(address),
                     static_cast<cuuint64_t>(value), CU_STREAM_WRITE_VALUE_DEFAULT));
+}
+
+//! The 4-byte form of stream_write_u64, with the same fence.
+inline void stream_write_u32(cudaStream_t stream, void* address, std::uint32_t value) {
+  static const PFN_cuStreamWriteValue32_v11070 write = [] {
+    PFN_cuStreamWriteValue32_v11070 fn = nullptr;
+    load_driver_entry_point(fn, "cuStreamWriteValue32");
+    return fn;
+  }();
+  SYMM_TRY_CU(write(reinterpret_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(address),
+                    static_cast<cuuint32_t>(value), CU_STREAM_WRITE_VALUE_DEFAULT));
 }
 
 } // namespace detail
