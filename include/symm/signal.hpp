@@ -27,8 +27,7 @@
 //   Only signal_op::set: the stream has no atomic add, so signal_op::add throws errc::unsupported there (do it in a
 //   kernel). The forms without a stream use the world's own stream; put_signal waits for it, put_signal_nbi does not
 //   (quiet() does). In host code signal_fetch reads the signal (GPU memory) with a small copy after the world stream's
-//   earlier work, and signal_wait_until waits with a one-thread kernel that watches it, or copies when that kernel
-//   finds no free SM (symm/wait.hpp says how),
+//   earlier work, and signal_wait_until copies it again until the comparison holds (symm/wait.hpp says how),
 //   checking that the other PEs are alive as on the host backend.
 #pragma once
 
@@ -284,7 +283,7 @@ put_signal_nbi(const pe_span<T, E>& dst, Range&& source, const pe_signal& sig, s
 
 //! Waits until this PE's signal satisfies `signal <c> value`; returns the value seen. Acquire order: the data of the
 //! put_signal that made it true is visible after. Host: throws errc::peer_failed when another PE dies meanwhile; on the
-//! cuda backend it waits with a one-thread kernel of symm's that watches the signal (microseconds per wait: tight loops
+//! cuda backend it copies the signal with back-off until the comparison holds (microseconds per wait: tight loops
 //! belong in a kernel). Device: traps after SYMM_DEVICE_WAIT_TIMEOUT_NS.
 SYMM_HOST_DEVICE inline std::uint64_t signal_wait_until(const signal_ref& sig, cmp c, std::uint64_t value) {
   std::uint64_t* word = sig.local_address();

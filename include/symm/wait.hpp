@@ -15,8 +15,7 @@
 // milliseconds it checks that the other PEs are alive: when one has died or failed, the wait throws errc::peer_failed
 // naming it, instead of hanging. On the CUDA backend the heap is GPU memory, which a CPU thread cannot load: host code
 // reads such words (the heap, or other device memory) with small copies after the world stream's earlier work, and
-// waits on one with a one-thread kernel of symm's that watches the word and reports to the host, copying the word too
-// when that kernel gets no SM (the span forms copy the words again with back-off); the same liveness checks apply
+// waits by copying them again with back-off (no kernel: nothing waits for a free SM); the same liveness checks apply
 // (detail/backend/cuda/host_atomics_wait.hpp). That costs microseconds per read or wait: a tight loop belongs in a
 // kernel. Host memory (e.g. pinned memory a kernel writes) is read directly. A host wait needs a live symm::world on
 // the calling thread (for the liveness checks). Device code: spins; after SYMM_DEVICE_WAIT_TIMEOUT_NS (20 s) it prints
@@ -100,7 +99,7 @@ std::remove_cv_t<T>
 host_wait_until(const world_state& world, int owner, T* word, cmp c, std::remove_cv_t<T> value, const char* what) {
   auto holds = [&](std::remove_cv_t<T> v) { return compare(v, c, value); };
 #if SYMM_CUDA_BACKEND()
-  if (in_gpu_memory(world, word)) return gpu_wait(world, word, static_cast<int>(c), value, holds, what);
+  if (in_gpu_memory(world, word)) return gpu_wait(world, word, holds, what);
 #endif
   return host_wait(world, owner, word, holds, what);
 }
@@ -181,7 +180,7 @@ SYMM_HOST_DEVICE bool any_included(cuda::std::span<T, E> words, cuda::std::span<
 //! Waits until `word <c> value` holds for `word`, a 4- or 8-byte integer of this PE's symmetric memory (or host memory
 //! other threads write), and returns the value that satisfied it. Acquire order. Host: throws errc::peer_failed when
 //! another PE dies meanwhile, errc::not_initialized without a world; GPU memory (the CUDA backend's heap) is waited on
-//! with a one-thread kernel of symm's (see the header comment). Device: traps after SYMM_DEVICE_WAIT_TIMEOUT_NS.
+//! with copies (see the header comment). Device: traps after SYMM_DEVICE_WAIT_TIMEOUT_NS.
 //! \code  symm::wait_until(flags.local()[3], symm::cmp::ge, round);  \endcode
 template <class T>
   requires(!std::is_pointer_v<T> && !symmetric_object<T>)

@@ -841,9 +841,9 @@ TEST_CASE("host wait_until and pe_ref load/store (CUDA backend) while a kernel f
     const auto blocks = static_cast<unsigned>(sms * per_sm);
     fill_gpu_kernel<<<blocks, 32, 0, s.stream>>>(arrived, go);
     GPU_CHECK(cudaGetLastError());
-    // symm's wait kernel finds no free SM until the blocks end, and they wait for this thread: the wait has to end
-    // through its copies, the load is a copy and the store a stream write. Each PE releases only its own blocks, so
-    // the PEs' grids (sharing the GPU) need no more than one of their blocks running to finish.
+    // No kernel of this process can start until the blocks end, and they wait for this thread: the wait, the load
+    // and the store must not need one (copies, a stream write). Each PE releases only its own blocks, so the PEs'
+    // grids (sharing the GPU) need no more than one of their blocks running to finish.
     const unsigned seen = symm::wait_until(arrived, symm::cmp::ge, 1u);
     PE_REQUIRE(seen >= 1u);
     PE_REQUIRE(symm::remote(arrived, me).load(cuda::memory_order_acquire) >= seen);

@@ -61,8 +61,8 @@ inline int heap_owner(const world_state& world, const void* address) {
   return -1;
 }
 
-//! Whether host code must reach `address` through the GPU (copies, wait kernels: detail/backend/cuda/
-//! host_atomics_wait.hpp) rather than with CPU loads: the heap on the cuda backend, or other device memory. Host memory
+//! Whether host code must reach `address` through the GPU (copies: detail/backend/cuda/host_atomics_wait.hpp)
+//! rather than with CPU loads: the heap on the cuda backend, or other device memory. Host memory
 //! (a pinned flag a kernel writes, say) is read directly on either backend; on the host backend nothing is GPU memory
 //! that symm could reach (that world has no GPU of its own).
 inline bool in_gpu_memory(const world_state& world, const void* address) {

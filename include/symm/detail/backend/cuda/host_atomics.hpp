@@ -4,8 +4,8 @@
 //
 // Loads and stores need no kernel: a load is a small copy and a store a stream write (cuStreamWriteValue32/64, fenced
 // before the store), both on the world's stream. Neither needs a free SM, so they go through while kernels fill the GPU
-// or while a kernel of this process waits for them under compute-sanitizer (which runs a process's kernels one at a
-// time): a kernel waiting for a flag the host stores is the common case.
+// or while compute-sanitizer holds later kernels of the process back: a kernel that waits for a flag the host stores
+// is the common case.
 //
 // The read-modify-write atomics run in a kernel of one thread: symm's own PTX (host_atomics_ptx.hpp, generated from
 // tools/host_atomics_kernels.cu), loaded with the driver once per process and device (host_atomics_kernels.hpp) and
@@ -13,7 +13,7 @@
 // link. It does the atomic at system scope on the address as this PE maps it (its own heap or a peer's), seq_cst
 // whatever order was asked (stronger is always correct, and the launch and the wait cost far more than the order could
 // save), and writes the old value into a pinned host word of the calling thread. Such an atomic needs an SM: it waits
-// while the GPU is full, and under compute-sanitizer until the process's running kernels end.
+// while the GPU is full, and under compute-sanitizer it can wait for the process's running kernels to end.
 //
 // Every form goes on the world's stream, after the world's earlier host-issued work, and the call waits for it: like
 // every blocking host operation, the atomic is complete (and visible to every PE) when it returns. Cost: a copy, a
