@@ -60,8 +60,11 @@ if [[ " $what " == *" sanitizer "* ]]; then
   # compute-sanitizer slows kernels 10-100x: the suite runs tag by tag, each under its own limit (SANITIZE_LIMIT_S), in
   # lanes that run side by side (SANITIZE_LANES: lanes separated by spaces, each TOOL:TAG,TAG,...). The suite's device
   # waits trap after 5 s, which a sanitized kernel can exceed: SANITIZE_BINARY names a build of the suite with a longer
-  # SYMM_DEVICE_WAIT_TIMEOUT_NS (ninja tests/gpu/symm_gpu_tests_sanitize: 120 s). The fault-injection cases ([failure]: a PE that dies) are left out: the sanitizer
-  # reports the killed PE's kernels, not a fault of symm's.
+  # SYMM_DEVICE_WAIT_TIMEOUT_NS (ninja tests/gpu/symm_gpu_tests_sanitize: 120 s). The fault-injection cases ([failure]:
+  # a PE that dies) are left out: the sanitizer reports the killed PE's kernels, not a fault of symm's. PEs run as
+  # processes unless SYMM_GPU_TEST_MODES says otherwise: as threads, memcheck holds one PE's kernel back behind
+  # another's and two host-driven cases cannot finish (docs/testing.md).
+  export SYMM_GPU_TEST_MODES=${SYMM_GPU_TEST_MODES:-processes}
   all_tags=rma,barrier,host,errors,signal,atomics,wait,teams,collectives
   lanes=${SANITIZE_LANES:-memcheck:$all_tags racecheck:$all_tags}
   limit=${SANITIZE_LIMIT_S:-240}
