@@ -510,9 +510,8 @@ signal_producer_kernel(symm::array_ref<std::uint32_t> buf, symm::array_ref<std::
 }
 
 //! Run with as many blocks as fit (one warp each: the SMs run out of block slots first, whatever the registers), it
-//! takes every block slot of every SM: while it runs no other kernel of the process can start, symm's own one-thread
-//! kernels included. Each block counts itself in `arrived` and waits until this PE's host code has seen that and stored
-//! `go`.
+//! takes every block slot of every SM, so no other kernel of the process can start while it runs. Each block counts
+//! itself in `arrived` and waits until this PE's host code has seen that and stored `go`.
 __global__ void __launch_bounds__(32)
     fill_gpu_kernel(symm::scalar_ref<unsigned> arrived, symm::scalar_ref<unsigned> go) {
   if (threadIdx.x == 0) {

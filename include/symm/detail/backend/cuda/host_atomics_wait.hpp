@@ -105,9 +105,8 @@ void poll_gpu(const world_state& world, std::chrono::microseconds longest, std::
 template <class T, class Met>
 std::remove_cv_t<T> gpu_wait(const world_state& world, const T* word, Met&& met, std::string_view what) {
   using value_type = std::remove_cv_t<T>;
-  static_assert(std::is_integral_v<value_type> && (sizeof(T) == 4 || sizeof(T) == 8),
-                "gpu_wait: 4- or 8-byte integers "
-                "only");
+  constexpr bool integer_word = std::is_integral_v<value_type> && (sizeof(T) == 4 || sizeof(T) == 8);
+  static_assert(integer_word, "gpu_wait: 4- or 8-byte integers only");
   value_type seen{};
   poll_gpu(world, std::chrono::microseconds(100), what, [&] {
     seen = read_gpu_word(world, word);
