@@ -61,10 +61,10 @@ inline int heap_owner(const world_state& world, const void* address) {
   return -1;
 }
 
-//! Whether host code must reach `address` through the GPU (copies: detail/backend/cuda/host_atomics_wait.hpp)
-//! rather than with CPU loads: the heap on the cuda backend, or other device memory. Host memory
-//! (a pinned flag a kernel writes, say) is read directly on either backend; on the host backend nothing is GPU memory
-//! that symm could reach (that world has no GPU of its own).
+//! Whether host code must reach `address` through the GPU (copies: detail/backend/cuda/host_atomics_wait.hpp) rather
+//! than with CPU loads: the heap on the cuda backend, or other device memory. Host memory (a pinned flag a kernel
+//! writes, say) is read directly on either backend; on the host backend nothing is GPU memory that symm could reach
+//! (that world has no GPU of its own).
 inline bool in_gpu_memory(const world_state& world, const void* address) {
   if (world.kind() == symm::backend::host) return false;
   if (heap_owner(world, address) >= 0) return true;
