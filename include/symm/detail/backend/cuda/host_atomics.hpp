@@ -35,6 +35,7 @@
 #  include <symm/detail/backend/cuda/check.hpp>
 #  include <symm/detail/backend/cuda/driver.hpp>
 #  include <symm/detail/backend/cuda/host_atomics_kernels.hpp>
+#  include <symm/detail/backend/cuda/host_atomics_wait.hpp>
 #  include <symm/detail/backend/cuda/stream_write.hpp>
 #  include <symm/detail/backend/nvshmem/host_rma_atomics.hpp>
 
@@ -64,9 +65,8 @@ inline std::uint64_t run_host_atomic(world_state& world, const void* address, at
   const bool four_bytes =
       type == atomic_type_code::i32 || type == atomic_type_code::u32 || type == atomic_type_code::f32;
   if (op == atomic_op::load) { // a copy (see the header comment)
-    SYMM_TRY_CUDA(cudaMemcpyAsync(result, address, four_bytes ? 4 : 8, cudaMemcpyDeviceToHost, stream));
-    SYMM_TRY_CUDA(cudaStreamSynchronize(stream));
-    return *result; // zeroed above: a 4-byte value fills the low half
+    if (four_bytes) return read_gpu_word(world, static_cast<const std::uint32_t*>(address));
+    return read_gpu_word(world, static_cast<const std::uint64_t*>(address));
   }
   if (op == atomic_op::store) { // a stream write
     void* target = const_cast<void*>(address);
