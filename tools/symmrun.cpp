@@ -288,6 +288,7 @@ command_line parse_command_line(std::span<char* const> args) {
   command_line result;
   options& opts = result.opts;
   bool npes_given = false;
+  std::vector<std::string_view> seen; // options given so far: each may be given once (mpirun's -n 2 -n 3 is an error)
   std::size_t i = 1;
   for (; i < args.size(); ++i) {
     const std::string_view arg = args[i];
@@ -324,6 +325,13 @@ command_line parse_command_line(std::span<char* const> args) {
         fail(exit_usage, "option {} takes no value, but got '{}' (see symmrun --help)", name, *attached);
       }
     };
+
+    const std::string_view canonical = name == "-n" ? "--npes" : name == "-h" ? "--help" : name;
+    if (std::find(seen.begin(), seen.end(), canonical) != seen.end()) {
+      fail(exit_usage, "option {} is given more than once (as '{}' the last time); give it once (see symmrun --help)",
+           canonical, arg);
+    }
+    seen.push_back(canonical);
 
     if (name == "-n" || name == "--npes") {
       opts.npes = parse_npes(value());
@@ -895,7 +903,15 @@ public:
     sigemptyset(&handled);
     sigaddset(&handled, SIGCHLD);
     for (const int signal : forwarded_signals) {
+      // A SIGHUP ignored from the start (nohup) stays ignored, by symmrun and the PEs: a hangup ends nothing.
+      // SIGINT and SIGTERM are handled even when ignored (a shell's `&` ignores SIGINT): they end the job.
+      struct sigaction current {};
+      check_sys(::sigaction(signal, nullptr, &current), "sigaction");
+      if (signal == SIGHUP && current.sa_handler == SIG_IGN) {
+        continue;
+      }
       sigaddset(&handled, signal);
+      forwarded_.push_back(signal);
     }
     // An inherited SIG_IGN for SIGCHLD would make the kernel reap the PEs unseen (and waitpid() fail).
     struct sigaction default_action {};
@@ -907,6 +923,9 @@ public:
 
   int fd() const noexcept { return fd_.get(); }
   const sigset_t& original_mask() const noexcept { return original_mask_; }
+  // The signals symmrun forwards to the PEs; each PE gets them with their default action (mpirun does the same), so
+  // that one ignored by inheritance (SIGINT under a shell's `&`) still ends the PEs it is forwarded to.
+  std::span<const int> forwarded() const noexcept { return forwarded_; }
 
   // The next pending signal, if any.
   std::optional<int> next() {
@@ -924,6 +943,7 @@ public:
 private:
   sigset_t original_mask_{};
   unique_fd fd_;
+  std::vector<int> forwarded_;
 };
 
 // Ends symmrun the way the signal would have, after cleanup, so a calling shell sees an interrupted job.
@@ -1030,6 +1050,7 @@ struct pe_launch {
   int stderr_fd; // -1: inherit
   int report_fd; // write end of the exec pipe
   const sigset_t* signal_mask;
+  std::span<const int> default_signals; // given their default action in the PE
   const struct sigaction* sigpipe_action;
   const rlimit* open_files;
 };
@@ -1060,6 +1081,11 @@ struct pe_launch {
   // Undo what symmrun changed for itself; everything else (an ignored SIGHUP under nohup) is inherited.
   // These cannot fail with the valid arguments prepared by the parent.
   ::sigaction(SIGPIPE, launch.sigpipe_action, nullptr);
+  for (const int signal : launch.default_signals) {
+    struct sigaction default_action {};
+    default_action.sa_handler = SIG_DFL;
+    ::sigaction(signal, &default_action, nullptr);
+  }
   ::setrlimit(RLIMIT_NOFILE, launch.open_files);
   ::sigprocmask(SIG_SETMASK, launch.signal_mask, nullptr);
   ::execve(launch.path, launch.argv, launch.envp);
@@ -1137,6 +1163,7 @@ public:
           err ? err->write.get() : -1,
           report.write.get(),
           &signals_.original_mask(),
+          signals_.forwarded(),
           &sigpipe_action_,
           &open_files_};
       const pid_t pid = ::fork();

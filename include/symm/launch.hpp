@@ -12,8 +12,10 @@
 #include <chrono>
 #include <exception>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 SYMM_BEGIN_NAMESPACE
@@ -62,17 +64,19 @@ private:
 
 template <class Fn>
 void run_pe(Fn& fn, const launch_options& options) {
+  launched_finalize_failure.reset();
   if constexpr (std::is_invocable_v<Fn&, world&>) {
-    world w(options.world);
-    fn(w);
+    {
+      world w(options.world);
+      fn(w);
+    }
   } else {
     static_assert(std::is_invocable_v<Fn&>, "symm::launch(n, fn): fn must be callable as fn(symm::world&) or fn()");
     fn();
   }
+  // A world whose finalize failed (symm::world's destructor) ends this PE with its error.
+  if (auto failed = std::exchange(launched_finalize_failure, std::nullopt)) throw *failed;
 }
-
-//! Exit status of a PE that failed only because another PE did (errc::peer_failed).
-inline constexpr int exit_peer_failed = 3;
 
 inline std::string describe_status(int status) {
   if (WIFEXITED(status) && WEXITSTATUS(status) == exit_peer_failed) {

@@ -125,10 +125,11 @@ static_assert(std::is_trivially_copyable_v<signal_array_ref>, "signal_array_ref 
 //! on every PE (construction ends with a barrier, so no PE signals before every PE has zeroed its copy).
 class signal_array {
 public:
-  signal_array(const world& w, std::size_t count) : words_(w, count) {
-    std::vector<std::uint64_t> zeros(count, 0);
+  template <detail::count_integer Count>
+  signal_array(const world& w, Count count) : words_(w, count) {
+    std::vector<std::uint64_t> zeros(words_.size(), 0); // words_ checked the count
     auto* state = words_.ref().world();
-    state->copy(words_.local().data(), zeros.data(), count * sizeof(std::uint64_t));
+    state->copy(words_.local().data(), zeros.data(), words_.size_bytes());
     state->barrier("symm::signal_array construction");
   }
   [[nodiscard]] std::size_t size() const noexcept { return words_.size(); }
@@ -170,11 +171,13 @@ template <>
 inline constexpr bool enable_symmetric_object<signal_array_ref> = true;
 
 //! PE `pe`'s copy of a signal, for put_signal. Throws errc::invalid_pe (host) / traps (device) for a bad PE.
-[[nodiscard]] SYMM_HOST_DEVICE inline pe_signal remote(const signal_ref& sig, int pe) {
+template <detail::count_integer PE>
+[[nodiscard]] SYMM_HOST_DEVICE pe_signal remote(const signal_ref& sig, PE pe) {
   pe_ref<std::uint64_t> word = remote(sig.word(), pe)[0];
   return pe_signal(word.address(), word.pe(), word.world());
 }
-[[nodiscard]] inline pe_signal remote(const signal& sig, int pe) {
+template <detail::count_integer PE>
+[[nodiscard]] pe_signal remote(const signal& sig, PE pe) {
   return remote(sig.ref(), pe);
 }
 

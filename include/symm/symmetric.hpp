@@ -3,6 +3,7 @@
 #pragma once
 
 #include <symm/concepts.hpp>
+#include <symm/detail/checked_size.hpp>
 #include <symm/detail/device_check.hpp>
 #include <symm/detail/peer_table.hpp>
 #include <symm/world.hpp>
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <type_traits>
 
@@ -150,14 +152,21 @@ template <class T, std::size_t Extent = dynamic_extent>
 class array {
   static_assert(transportable<T>, "symm::array<T>: T must be trivially copyable (transportable), because puts and "
                                   "gets copy its bytes between PEs");
+  static_assert(Extent == dynamic_extent || Extent <= std::numeric_limits<std::size_t>::max() / sizeof(T),
+                "symm::array<T, N>: N elements of T are more bytes than a std::size_t counts");
 
 public:
   using element_type = T;
   using value_type = std::remove_cv_t<T>;
   static constexpr std::size_t extent = Extent;
 
-  //! Collective allocation of `count` elements (dynamic extent).
-  array(const world& w, std::size_t count) requires(Extent == dynamic_extent) : array(w.state(), count) {}
+  //! Collective allocation of `count` elements (dynamic extent). `count` may be any integer type: a negative one
+  //! throws errc::invalid_argument, one whose bytes no std::size_t counts errc::heap_exhausted, before anything is
+  //! allocated (a negative int converted to std::size_t would otherwise ask for ~2^64 elements).
+  template <detail::count_integer Count>
+    requires(Extent == dynamic_extent)
+  array(const world& w, Count count)
+      : array(w.state(), detail::checked_element_count(count, sizeof(T), w.my_pe(), describe())) {}
   //! Collective allocation of Extent elements (static extent).
   explicit array(const world& w) requires(Extent != dynamic_extent) : array(w.state(), Extent) {}
 
@@ -205,12 +214,14 @@ private:
   array(const std::shared_ptr<detail::world_state>& world, std::size_t count)
       : world_(world), uncaught_(std::uncaught_exceptions()) {
     world->require_alive("symm::array construction");
-    std::size_t bytes = count * sizeof(T);
+    std::size_t bytes = count * sizeof(T); // cannot wrap: checked_element_count, or the static_assert on Extent
     auto what = fmt::format("symm::array of {} elements of {} bytes", count, sizeof(T));
     std::size_t offset = world->allocate(bytes, alignof(T) > 256 ? alignof(T) : 256, what);
     ref_ = array_ref<T, Extent>(world.get(), world->peer_bases(), world->device_peer_bases(), offset, count,
                                 world->my_pe(), world->n_pes());
   }
+
+  static std::string describe() { return fmt::format("symm::array of {}-byte elements", sizeof(T)); }
 
   void require_live(const char* what) const {
     if (!world_) SYMM_THROW(errc::invalid_argument, "{} on a moved-from or reset symm::array", what);

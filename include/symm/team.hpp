@@ -2,6 +2,7 @@
 // trivially copyable device view symm::team_ref, and the barriers over a team's PEs on the host and in kernels.
 #pragma once
 
+#include <symm/detail/checked_size.hpp>
 #include <symm/detail/peer_table.hpp>
 #include <symm/detail/team_state.hpp>
 #include <symm/group.hpp>
@@ -75,19 +76,21 @@ public:
   [[nodiscard]] int n_pes() const { return checked("team::n_pes()").pes().size; }
 
   //! The world PE number of the team's PE `team_pe`. Throws errc::invalid_pe when it is not in [0, n_pes()).
-  [[nodiscard]] int world_pe(int team_pe) const {
+  template <detail::count_integer PE>
+  [[nodiscard]] int world_pe(PE team_pe) const {
     const auto& s = checked("team::world_pe()");
     check_team_pe(s, team_pe, "team::world_pe");
-    return s.pes().pe(team_pe);
+    return s.pes().pe(detail::narrow_pe(team_pe));
   }
 
   //! The number in `to` of this team's PE `team_pe`, or -1 when that PE is not a member of `to` (OpenSHMEM's
   //! team_translate_pe). Throws errc::invalid_pe when team_pe is not in [0, n_pes()), errc::invalid_argument when
   //! either team is invalid on this PE.
-  [[nodiscard]] int translate_pe(int team_pe, const team& to) const {
+  template <detail::count_integer PE>
+  [[nodiscard]] int translate_pe(PE team_pe, const team& to) const {
     const auto& s = checked("team::translate_pe()");
     check_team_pe(s, team_pe, "team::translate_pe");
-    return to.checked("team::translate_pe() into a team").pes().index_of(s.pes().pe(team_pe));
+    return to.checked("team::translate_pe() into a team").pes().index_of(s.pes().pe(detail::narrow_pe(team_pe)));
   }
 
   //! The world PE numbers of the team's PEs, in team order (what collectives address).
@@ -153,8 +156,9 @@ private:
     state_->world().require_alive(what);
     return *state_;
   }
-  static void check_team_pe(const detail::team_state& s, int team_pe, std::string_view what) {
-    if (team_pe < 0 || team_pe >= s.pes().size) {
+  template <detail::count_integer PE>
+  static void check_team_pe(const detail::team_state& s, PE team_pe, std::string_view what) {
+    if (std::cmp_less(team_pe, 0) || std::cmp_greater_equal(team_pe, s.pes().size)) {
       SYMM_THROW(errc::invalid_pe, "PE {}: {}({}) names team PE {}, but {} has PEs 0 to {} (n_pes = {})",
                  s.world().my_pe(), what, team_pe, team_pe, s.name(), s.pes().size - 1, s.pes().size);
     }
@@ -176,7 +180,8 @@ inline team_2d team::split_2d(int x_range) const {
 }
 
 //! `from.translate_pe(pe, to)`: the number in `to` of `from`'s PE `pe`, or -1 when it is not a member of `to`.
-[[nodiscard]] inline int translate_pe(const team& from, int pe, const team& to) {
+template <detail::count_integer PE>
+[[nodiscard]] int translate_pe(const team& from, PE pe, const team& to) {
   return from.translate_pe(pe, to);
 }
 

@@ -4,10 +4,32 @@
 #include <symm/detail/world_state.hpp>
 #include <symm/team.hpp>
 
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <memory>
+#include <optional>
 
 SYMM_BEGIN_NAMESPACE
+
+namespace detail {
+//! A finalize error of a world of symm::launch's, for launch to throw once the PE's function returned.
+inline thread_local std::optional<error> launched_finalize_failure;
+
+//! The exit status of a PE that failed only because another PE did (errc::peer_failed); 1 for any other failure.
+inline constexpr int exit_peer_failed = 3;
+
+//! Ends this PE after its world's finalize found `failed` (already printed): a destructor cannot throw, and a PE that
+//! saw its job break must not exit 0.
+inline void end_pe_after_failed_finalize(const error& failed) noexcept {
+  if (launched_job) {
+    launched_finalize_failure = failed;
+    return;
+  }
+  std::fflush(nullptr);
+  std::_Exit(failed.code() == errc::peer_failed ? exit_peer_failed : 1);
+}
+} // namespace detail
 
 //! One PE's view of the job: constructing it joins the job (collective), destroying it leaves (collective).
 //!
@@ -17,6 +39,11 @@ SYMM_BEGIN_NAMESPACE
 //! be created. Destruction completes this PE's outstanding operations (quiet) and waits for every PE (barrier); a
 //! world destroyed while an exception propagates marks this PE failed instead, so the other PEs raise
 //! errc::peer_failed rather than wait forever.
+//!
+//! A finalize that finds an error (a PE that had already left, or failed, while this one waited in the finalize
+//! barrier: the PEs ran different sequences of collectives) prints it and ends this PE with a non-zero status: 3 for
+//! errc::peer_failed, 1 otherwise, after flushing stdout and stderr. Under symm::launch it is thrown from launch
+//! instead, since one PE of a program cannot end the program.
 //!
 //! Symmetric objects keep their world's state alive but stop working when the world ends (errc::finalized).
 //!
@@ -40,8 +67,9 @@ public:
   world& operator=(world&&) = delete;
 
   ~world() {
-    state_->finalize(std::uncaught_exceptions() > uncaught_);
+    std::optional<error> failed = state_->finalize(std::uncaught_exceptions() > uncaught_);
     if (detail::current_world == state_.get()) detail::current_world = previous_;
+    if (failed) detail::end_pe_after_failed_finalize(*failed);
   }
 
   //! This PE's number, in [0, n_pes()).

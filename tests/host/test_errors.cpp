@@ -142,3 +142,102 @@ TEST_CASE("a process with the wrong job token is refused, and PE 0 names the PE 
   REQUIRE(::stat(fmt::format("/tmp/symm-{}", ::getuid()).c_str(), &st) == 0);
   REQUIRE((st.st_mode & 077) == 0); // the rendezvous directory is private to the user
 }
+
+TEST_CASE("sizes that would wrap are refused before anything is allocated, naming the value", "[errors][heap][sizes]") {
+  REQUIRE_NOTHROW(on_pes(2, [](symm::world& world) {
+    const std::size_t in_use = world.state()->allocator().bytes_in_use();
+    // The case a user meets: a count computed as an int that came out negative.
+    int count = world.n_pes() - 3;
+    PE_REQUIRE_ERROR(symm::array<double>(world, count), symm::errc::invalid_argument, "-1 elements",
+                     "cannot be negative", "18446744073709551615 elements");
+    PE_REQUIRE_ERROR(symm::array<int>(world, std::int64_t{-5}), symm::errc::invalid_argument, "-5 elements");
+    PE_REQUIRE_ERROR(symm::signal_array(world, -2), symm::errc::invalid_argument, "-2 elements");
+    // count * sizeof(T) beyond 2^64: 2^61 + 1 doubles would have been 8 bytes.
+    PE_REQUIRE_ERROR(symm::array<double>(world, (std::size_t{1} << 61) + 1), symm::errc::heap_exhausted,
+                     "2305843009213693953 elements of 8 bytes", "at most 2305843009213693951 elements");
+    // SIZE_MAX bytes: fits a size_t, but the allocator's round-up would have wrapped it to 0.
+    PE_REQUIRE_ERROR(symm::array<char>(world, SIZE_MAX), symm::errc::heap_exhausted, "needs 18446744073709551615 bytes",
+                     "largest free block");
+    PE_REQUIRE_ERROR(symm::array<char>(world, (std::size_t{16} << 20) + 1), symm::errc::heap_exhausted,
+                     "needs 16777217 bytes");
+    PE_REQUIRE_EQ(world.state()->allocator().bytes_in_use(), in_use); // nothing was allocated by any of them
+    // The heap is untouched: two arrays get different offsets, and a write to one never lands in the other.
+    symm::array<double> x(world, 4), y(world, 4);
+    PE_REQUIRE(x.offset() != y.offset());
+    std::ranges::fill(y.local(), 7.0);
+    world.barrier();
+    symm::remote(x, 1 - world.my_pe())[0] = 1.0;
+    world.barrier();
+    PE_REQUIRE_EQ(x.local()[0], 1.0);
+    PE_REQUIRE_EQ(y.local()[0], 7.0);
+    world.barrier();
+  }));
+}
+
+TEST_CASE("a PE number of a wider type is checked as given, never cut to another PE", "[errors][sizes]") {
+  REQUIRE_NOTHROW(on_pes(2, [](symm::world& world) {
+    symm::array<int> a(world, 4);
+    symm::scalar<int> s(world);
+    symm::signal sig(world);
+    const std::size_t wide = (std::size_t{1} << 32) + 1; // as an int: 1, a valid PE
+    PE_REQUIRE_ERROR((void) symm::remote(a, wide), symm::errc::invalid_pe, "remote(obj, 4294967297)",
+                     "names PE 4294967297", "PEs 0 to 1");
+    PE_REQUIRE_ERROR((void) symm::remote(s, wide), symm::errc::invalid_pe, "names PE 4294967297");
+    PE_REQUIRE_ERROR((void) symm::remote(sig, wide), symm::errc::invalid_pe, "names PE 4294967297");
+    PE_REQUIRE_ERROR((void) symm::remote(a, std::int64_t{-4294967295}), symm::errc::invalid_pe, "names PE -4294967295");
+    PE_REQUIRE_ERROR((void) world.team().world_pe(wide), symm::errc::invalid_pe, "team PE 4294967297");
+    PE_REQUIRE_ERROR((void) symm::translate_pe(world.team(), wide, world.team()), symm::errc::invalid_pe, "4294967297");
+    // In range, any integer type names the same PE as the int would.
+    const std::size_t other = static_cast<std::size_t>(1 - world.my_pe());
+    symm::remote(a, other)[0] = 40 + world.my_pe();
+    symm::remote(a, static_cast<unsigned char>(other))[1] = 50 + world.my_pe();
+    PE_REQUIRE_EQ(world.team().world_pe(std::uint64_t{1}), 1);
+    world.barrier();
+    PE_REQUIRE_EQ(a.local()[0], 40 + static_cast<int>(other));
+    PE_REQUIRE_EQ(a.local()[1], 50 + static_cast<int>(other));
+    world.barrier();
+  }));
+}
+
+TEST_CASE("heap sizes and timeouts from the environment that do not fit are named, not wrapped", "[errors][sizes]") {
+  using symm_test::scoped_env;
+  {
+    scoped_env huge({{"SYMM_HEAP_SIZE", "99999999999999G"}});
+    REQUIRE_THROWS_WITH(symm::detail::heap_size_from_env(1),
+                        symm_test::contains_substring("SYMM_HEAP_SIZE='"
+                                                      "99999999999999G' is more "
+                                                      "than the largest heap"));
+  }
+  {
+    scoped_env huge({{"SYMM_HEAP_SIZE", "99999999999999999999999"}});
+    REQUIRE_THROWS_WITH(symm::detail::heap_size_from_env(1), symm_test::contains_substring("is more than the largest"));
+  }
+  {
+    scoped_env fine({{"SYMM_HEAP_SIZE", "64G"}});
+    REQUIRE(symm::detail::heap_size_from_env(1) == std::size_t{64} << 30);
+  }
+  {
+    scoped_env garbage({{"SYMM_HEAP_SIZE", "12Q"}});
+    REQUIRE_THROWS_WITH(symm::detail::heap_size_from_env(1), symm_test::contains_substring("is not a size"));
+  }
+  {
+    scoped_env long_wait({{"SYMM_BOOTSTRAP_TIMEOUT_MS", "99999999999"}}); // 3.2 years: too long to be useful, but a
+                                                                          // time
+    REQUIRE(symm::detail::bootstrap_timeout_from_env() == std::chrono::milliseconds(99999999999));
+    scoped_env too_long({{"SYMM_BOOTSTRAP_TIMEOUT_MS", "99999999999999999999"}});
+    REQUIRE_THROWS_WITH(symm::detail::bootstrap_timeout_from_env(),
+                        symm_test::contains_substring("SYMM_BOOTSTRAP_TIMEOUT_MS='99999999999999999999' is too large"));
+    scoped_env past_clock({{"SYMM_BOOTSTRAP_TIMEOUT_MS", "9000000000000000"}});
+    REQUIRE_THROWS_WITH(symm::detail::bootstrap_timeout_from_env(), symm_test::contains_substring("at most"));
+  }
+  {
+    scoped_env wide_rank({{"SYMM_N_PES", "99999999999"}});
+    REQUIRE_THROWS_WITH(symm::detail::env_int("SYMM_N_PES"),
+                        symm_test::contains_substring("SYMM_N_PES='99999999999' is too large: at most 2147483647"));
+  }
+  REQUIRE_THROWS_WITH(
+      symm::launch(1, [](symm::world&) {},
+                   {.mode = symm::launch_mode::threads,
+                    .world = {.backend = symm::backend::host, .heap_size = std::size_t{1} << 50}}),
+      symm_test::contains_substring("heap_size = 1125899906842624 bytes is more than the largest heap"));
+}

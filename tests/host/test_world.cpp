@@ -155,3 +155,59 @@ TEST_CASE("launch reports which PE failed and how", "[launch][errors]") {
                       symm_test::contains_substring("boom on purpose"));
   REQUIRE_THROWS_WITH(symm::launch(0, failing), symm_test::contains_substring("n_pes = 0"));
 }
+
+TEST_CASE("the meeting place comes from the launcher's job identity, never a fallback", "[world][identity]") {
+  using symm::detail::derived_job_dir;
+  using symm::detail::launcher_job_identity;
+  scoped_env clean(
+      {{"SYMM_JOB_ID", nullptr},
+       {"MASTER_ADDR", "10.0.0.1"},
+       {"MASTER_PORT", "29500"},
+       {"TORCHELASTIC_RUN_ID", "none"}, // torchrun's default: the same for every job
+       {"TORCHELASTIC_RESTART_COUNT", nullptr}});
+  const std::string first = launcher_job_identity("torchrun");
+  REQUIRE(first == "torchrun: MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 TORCHELASTIC_RUN_ID=none");
+  {
+    scoped_env other_port({{"MASTER_PORT", "29501"}});
+    REQUIRE(derived_job_dir(launcher_job_identity("torchrun")) != derived_job_dir(first));
+  }
+  {
+    scoped_env restarted({{"TORCHELASTIC_RESTART_COUNT", "1"}}); // a restarted job is a new world
+    REQUIRE(launcher_job_identity("torchrun") != first);
+  }
+  {
+    scoped_env no_port({{"MASTER_PORT", nullptr}});
+    REQUIRE(launcher_job_identity("torchrun").empty());
+    scoped_env chosen({{"SYMM_JOB_ID", "run-42"}}); // the way out, under any launcher
+    REQUIRE(launcher_job_identity("torchrun") == "SYMM_JOB_ID=run-42");
+  }
+  // The PEs of one job compute one place; the directory name is a digest (a namespace like "prterun-a@1" has
+  // characters a file name should not).
+  scoped_env slurm({{"SLURM_JOB_ID", "812"}, {"SLURM_STEP_ID", "3"}, {"SLURM_CLUSTER_NAME", nullptr}});
+  REQUIRE(launcher_job_identity("Slurm") == "Slurm: SLURM_JOB_ID=812 SLURM_STEP_ID=3");
+  REQUIRE(derived_job_dir(launcher_job_identity("Slurm")) ==
+          derived_job_dir("Slurm: SLURM_JOB_ID=812 "
+                          "SLURM_STEP_ID=3"));
+  REQUIRE(derived_job_dir("a").find_first_not_of("/tmp-symjob0123456789abcdef") == std::string::npos);
+  {
+    scoped_env other_step({{"SLURM_STEP_ID", "4"}});
+    REQUIRE(launcher_job_identity("Slurm") != "Slurm: SLURM_JOB_ID=812 SLURM_STEP_ID=3");
+  }
+  // A job of several PEs whose launcher tells it from no other is refused, saying what to export.
+  scoped_env two_pes(
+      {{"SYMM_PE", nullptr},
+       {"SYMM_N_PES", nullptr},
+       {"OMPI_COMM_WORLD_RANK", nullptr},
+       {"OMPI_COMM_WORLD_SIZE", nullptr},
+       {"PMI_RANK", nullptr},
+       {"PMI_SIZE", nullptr},
+       {"SLURM_PROCID", nullptr},
+       {"SLURM_NTASKS", nullptr},
+       {"RANK", "1"},
+       {"WORLD_SIZE", "2"},
+       {"MASTER_PORT", nullptr}});
+  REQUIRE_THROWS_WITH(symm::detail::job_from_environment(),
+                      symm_test::contains_substring("torchrun: the launcher's variables give this job no identity") &&
+                          symm_test::contains_substring("MASTER_ADDR and MASTER_PORT not set") &&
+                          symm_test::contains_substring("SYMM_JOB_ID=$(uuidgen)"));
+}

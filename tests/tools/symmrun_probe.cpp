@@ -87,6 +87,21 @@ void run_operation(symm::world& world, const std::string& operation, symm::array
                    symm::array<std::int64_t>& dst, symm::scalar<std::int32_t>& flag, int fault_pe) {
   if (operation == "barrier") {
     world.barrier();
+  } else if (operation == "job_mark") {
+    // Each PE writes its job's mark (PROBE_JOB_MARK) into its slot on every PE: a world that mixed the PEs of two
+    // jobs shows a foreign mark somewhere.
+    const std::int64_t mark = std::stoll(env_or("PROBE_JOB_MARK", "0"));
+    const auto me = static_cast<std::size_t>(world.my_pe());
+    for (int p = 0; p < world.n_pes(); ++p) {
+      symm::remote(dst, p)[me] = mark;
+    }
+    world.barrier();
+    for (int p = 0; p < world.n_pes(); ++p) {
+      if (dst.local()[static_cast<std::size_t>(p)] != mark) {
+        die("mixed worlds: PE " + std::to_string(p) + " of this world has job mark " +
+            std::to_string(dst.local()[static_cast<std::size_t>(p)]) + ", this PE's job has " + std::to_string(mark));
+      }
+    }
   } else if (operation == "allreduce") {
     symm::allreduce(world.team(), dst, src, symm::plus{});
     const std::int64_t n = world.n_pes();
@@ -103,6 +118,14 @@ void run_operation(symm::world& world, const std::string& operation, symm::array
 
 // --symm: one world, a first barrier, then OPERATION; PE `fault_pe` ends by `fault_how` while the others are in it.
 int run_symm(const fs::path& outdir, const std::string& operation, int fault_pe, const std::string& fault_how) {
+  if (operation == "extra_barrier") {
+    // PE 0's extra barrier pairs with the others' finalize barrier; PE 0's own finalize then finds them gone.
+    symm::world world({.backend = symm::backend::host, .heap_size = std::size_t{1} << 20});
+    if (world.my_pe() == 0) {
+      world.barrier();
+    }
+    return 0;
+  }
   bool printed = false;
   try {
     symm::world world({.backend = symm::backend::host, .heap_size = std::size_t{1} << 20});
@@ -194,7 +217,8 @@ int main(int argc, char** argv) {
       partial = value();
     } else if (arg == "--symm") {
       operation = value();
-      if (operation != "barrier" && operation != "allreduce" && operation != "wait") {
+      if (operation != "barrier" && operation != "allreduce" && operation != "wait" && operation != "job_mark" &&
+          operation != "extra_barrier") {
         die("unknown --symm operation " + operation);
       }
     } else if (arg == "--fault") {
@@ -245,8 +269,10 @@ int main(int argc, char** argv) {
     add("job_dir_uid", std::to_string(job_dir.st_uid));
     add("job_dir_is_dir", S_ISDIR(job_dir.st_mode) ? "1" : "0");
   }
-  const fs::path file = outdir / ("pe-" + std::to_string(pe) + ".txt");
-  const fs::path temporary = outdir / ("pe-" + std::to_string(pe) + ".tmp");
+  // Started without symmrun (several processes with no SYMM_PE): one report per process.
+  const std::string name = pe >= 0 ? "pe-" + std::to_string(pe) : "process-" + std::to_string(::getpid());
+  const fs::path file = outdir / (name + ".txt");
+  const fs::path temporary = outdir / (name + ".tmp");
   std::ofstream(temporary) << report;
   fs::rename(temporary, file);
 

@@ -231,7 +231,7 @@ class EnvironmentTest(SymmrunTestCase):
             ({"SYMM_PE": "1x", "SYMM_N_PES": "2"}, "SYMM_PE='1x' is not a non-negative integer"),
             ({"SYMM_PE": "", "SYMM_N_PES": "2"}, "SYMM_PE='' is not a non-negative integer"),
             ({"SYMM_PE": "0", "SYMM_N_PES": "two"}, "SYMM_N_PES='two' is not a non-negative integer"),
-            ({"SYMM_PE": "0", "SYMM_N_PES": "99999999999"}, "SYMM_N_PES='99999999999' is not a non-negative"),
+            ({"SYMM_PE": "0", "SYMM_N_PES": "99999999999"}, "SYMM_N_PES='99999999999' is too large: at most 2147483647"),
             ({"SYMM_PE": "0", "SYMM_N_PES": "2", "SYMM_LOCAL_PE": "x"}, "SYMM_LOCAL_PE='x'"),
             ({"SYMM_PE": "2", "SYMM_N_PES": "2"}, "rank 2 is not below the job size 2"),
             ({"SYMM_PE": "0", "SYMM_N_PES": "0"}, "the job size is 0, it must be at least 1"),
@@ -339,6 +339,15 @@ class CommandLineTest(SymmrunTestCase):
 
 
 class FailureTest(SymmrunTestCase):
+    def test_a_finalize_that_finds_an_error_exits_non_zero(self):
+        # PE 0's extra barrier pairs with PE 1's last one, PE 0's last one with PE 1's finalize: PE 0's finalize then
+        # finds PE 1 gone. That PE, and symmrun, must not exit 0.
+        done, _ = self.probe(2, "--symm", "extra_barrier")
+        self.assertEqual(done.returncode, 3, done.stderr)
+        self.assertIn("symm: PE 0: finalize:", done.stderr)
+        self.assertIn("already finalized its world", done.stderr)
+        self.assertIn("symmrun: PE 0 (pid", done.stderr)
+
     def test_exit_status_of_failing_pe(self):
         done, elapsed = self.probe(3, "--exit", "1:3", "--sleep", "30")
         reports = self.reports(3)
@@ -515,6 +524,44 @@ class SignalTest(SymmrunTestCase):
     def test_sigint_is_forwarded(self):
         self.forward(signal.SIGINT)
 
+    def start_with_ignored(self, sig, *probe_args):
+        """symmrun started with `sig` ignored, as a shell's `&` ignores SIGINT and nohup SIGHUP."""
+        def ignore():
+            default_signals()
+            signal.signal(sig, signal.SIG_IGN)
+        return subprocess.Popen([SYMMRUN, "-n", "3", PROBE, self.outdir, *probe_args], env=self.env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=ignore)
+
+    def test_sigint_to_a_background_symmrun_ends_the_pes(self):
+        # The PEs inherit the ignored SIGINT; symmrun gives them the default action, so the forwarded one ends them.
+        job = self.start_with_ignored(signal.SIGINT, "--sleep", "30")
+        try:
+            reports = self.wait_for_reports(3)
+            start = time.monotonic()
+            job.send_signal(signal.SIGINT)
+            _, stderr = job.communicate(timeout=RUN_LIMIT_S)
+            self.assertLess(time.monotonic() - start, 2.0, "the PEs ignored the forwarded SIGINT")
+        finally:
+            job.kill()
+        self.assertEqual(job.returncode, -signal.SIGINT, stderr)
+        self.assertIn("received SIGINT; forwarding it to the PEs", stderr)
+        self.assert_all_gone(reports)
+        self.assertEqual(self.job_directories(), [])
+
+    def test_sighup_under_nohup_stays_ignored(self):
+        job = self.start_with_ignored(signal.SIGHUP, "--sleep", "1.5")
+        try:
+            self.wait_for_reports(3)
+            start = time.monotonic()
+            job.send_signal(signal.SIGHUP)
+            _, stderr = job.communicate(timeout=RUN_LIMIT_S)
+        finally:
+            job.kill()
+        self.assertEqual(job.returncode, 0, stderr)
+        self.assertNotIn("SIGHUP", stderr)
+        self.assertGreater(time.monotonic() - start, 0.5, "the job ended at the hangup")
+
 
 class OutputTest(SymmrunTestCase):
     LINES = 40
@@ -652,6 +699,150 @@ class MpsTest(SymmrunTestCase):
         self.assertIn("exited with status 1", done.stderr)
         self.assertIn("An instance of this daemon is already running", done.stderr)
         self.assertEqual(self.job_directories(), [])
+
+
+# Every variable a launcher sets that symm reads, so that a job started by hand below sees only its own.
+LAUNCHER_VARIABLES = ("SYMM_PE", "SYMM_N_PES", "SYMM_LOCAL_PE", "SYMM_LOCAL_N_PES", "SYMM_JOB_DIR", "SYMM_JOB_TOKEN",
+                      "SYMM_JOB_ID", "SYMM_BOOTSTRAP_ADDR", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                      "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_MCA_ess_base_jobid",
+                      "OMPI_MCA_orte_hnp_uri", "PMIX_NAMESPACE", "PMI_RANK", "PMI_SIZE", "PMI_KVSNAME", "PMI_PORT",
+                      "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
+                      "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_STEPID", "SLURM_CLUSTER_NAME", "RANK", "WORLD_SIZE",
+                      "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID",
+                      "TORCHELASTIC_RESTART_COUNT")
+
+
+class JobIdentityTest(SymmrunTestCase):
+    """Jobs started without symmrun, by other launchers' variables: no two jobs may ever form one world.
+
+    Each PE runs the probe's job_mark operation: it writes its job's mark into its slot on every PE and checks that
+    every slot holds its own job's mark ("mixed worlds" otherwise). Jobs meet in /tmp/symm-<uid>/job-<digest>, which
+    PE 0 removes after the rendezvous: none may be left. torchrun is not here: its PEs meet over TCP at MASTER_PORT + 1
+    (one job holds a port at a time), which the host backend refuses; its identity is tested in the host suite."""
+
+    def setUp(self):
+        super().setUp()
+        self.meeting_root = f"/tmp/symm-{os.getuid()}"
+        self.dirs_before = set(self.meeting_places())
+        self.unique = f"{os.getpid()}-{time.monotonic_ns()}"
+
+    def tearDown(self):
+        try:
+            self.assertEqual(sorted(set(self.meeting_places()) - self.dirs_before), [],
+                             "a job's meeting place was left behind")
+        finally:
+            super().tearDown()
+
+    def meeting_places(self):
+        try:
+            return [d for d in os.listdir(self.meeting_root) if d.startswith("job-")]
+        except FileNotFoundError:
+            return []
+
+    def start_pe(self, variables, mark):
+        env = {k: v for k, v in self.env.items() if k not in LAUNCHER_VARIABLES}
+        env.update(variables)
+        env["PROBE_JOB_MARK"] = str(mark)
+        env["SYMM_BOOTSTRAP_TIMEOUT_MS"] = "8000"
+        return subprocess.Popen([PROBE, self.outdir, "--symm", "job_mark"], env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
+
+    def finish(self, processes):
+        results = []
+        for p in processes:
+            out, err = p.communicate(timeout=RUN_LIMIT_S)
+            results.append((p.returncode, err))
+        return results
+
+    # Launchers' variables for PE `rank` of a job of `size`; `ids` are the variables that identify the job.
+    @staticmethod
+    def open_mpi(rank, size, ids):
+        return {"OMPI_COMM_WORLD_RANK": str(rank), "OMPI_COMM_WORLD_SIZE": str(size), **ids}
+
+    @staticmethod
+    def pmi(rank, size, ids):
+        return {"PMI_RANK": str(rank), "PMI_SIZE": str(size), **ids}
+
+    @staticmethod
+    def slurm(rank, size, ids):
+        return {"SLURM_PROCID": str(rank), "SLURM_NTASKS": str(size), **ids}
+
+    def run_two_jobs(self, launcher, ids_a, ids_b, size=2):
+        """Starts the PEs of jobs a and b at once, interleaved; returns [(status, stderr)] for a's PEs, then b's."""
+        processes = []
+        for rank in range(size):
+            processes.append(self.start_pe(launcher(rank, size, ids_a), 1000))
+            processes.append(self.start_pe(launcher(rank, size, ids_b), 2000))
+        results = self.finish(processes)
+        return results[0::2] + results[1::2]
+
+    def test_concurrent_jobs_with_distinct_identities_never_mix(self):
+        u = self.unique
+        cases = {
+            # Open MPI 4 and 5 alike: an ORTE job id both jobs share (the old meeting key), PMIx namespaces that differ
+            "Open MPI, same job id, other namespace": (
+                self.open_mpi, {"OMPI_MCA_ess_base_jobid": "7", "PMIX_NAMESPACE": f"prterun-a-{u}@1"},
+                {"OMPI_MCA_ess_base_jobid": "7", "PMIX_NAMESPACE": f"prterun-b-{u}@1"}),
+            "Open MPI 4, job ids": (self.open_mpi, {"OMPI_MCA_ess_base_jobid": f"1{u}"},
+                                    {"OMPI_MCA_ess_base_jobid": f"2{u}"}),
+            "PMI, kvs names": (self.pmi, {"PMI_KVSNAME": f"kvs_a_{u}"}, {"PMI_KVSNAME": f"kvs_b_{u}"}),
+            "Slurm, two steps of one job": (self.slurm, {"SLURM_JOB_ID": u, "SLURM_STEP_ID": "0"},
+                                            {"SLURM_JOB_ID": u, "SLURM_STEP_ID": "1"}),
+            "Slurm, same step of two clusters": (
+                self.slurm, {"SLURM_JOB_ID": u, "SLURM_STEP_ID": "0", "SLURM_CLUSTER_NAME": "a"},
+                {"SLURM_JOB_ID": u, "SLURM_STEP_ID": "0", "SLURM_CLUSTER_NAME": "b"}),
+            "SYMM_JOB_ID over identical launcher variables": (
+                self.slurm, {"SLURM_JOB_ID": u, "SLURM_STEP_ID": "0", "SYMM_JOB_ID": f"a-{u}"},
+                {"SLURM_JOB_ID": u, "SLURM_STEP_ID": "0", "SYMM_JOB_ID": f"b-{u}"}),
+        }
+        for name, (launcher, ids_a, ids_b) in cases.items():
+            for size in (2, 3):
+                with self.subTest(case=name, size=size):
+                    for status, err in self.run_two_jobs(launcher, ids_a, ids_b, size):
+                        self.assertNotIn("mixed worlds", err)
+                        self.assertEqual(status, 0, err)
+
+    def test_a_launcher_without_a_job_identity_is_refused(self):
+        cases = {
+            "Open MPI": (self.open_mpi, {}, "PMIX_NAMESPACE or OMPI_MCA_ess_base_jobid not set"),
+            "PMI": (self.pmi, {}, "PMI_KVSNAME or PMIX_NAMESPACE not set"),
+            "Slurm": (self.slurm, {"SLURM_JOB_ID": "5"}, "SLURM_JOB_ID and SLURM_STEP_ID not set"),
+        }
+        for name, (launcher, ids, message) in cases.items():
+            with self.subTest(launcher=name):
+                for status, err in self.finish([self.start_pe(launcher(r, 2, ids), 1) for r in range(2)]):
+                    self.assertEqual(status, 3, err)
+                    self.assertIn("give this job no identity of its own", err)
+                    self.assertIn(message, err)
+                    self.assertIn("SYMM_JOB_ID", err)
+
+    def test_a_second_pe_0_with_the_same_identity_stops_and_leaves_the_first_job_alone(self):
+        ids = {"SLURM_JOB_ID": self.unique, "SLURM_STEP_ID": "0"}
+        first_pe0 = self.start_pe(self.slurm(0, 2, ids), 1000)
+        # Wait until the first job's PE 0 listens, then start the other job's PE 0 with the very same variables.
+        self.assertTrue(wait_until(lambda: any(os.path.exists(os.path.join(self.meeting_root, d, "boot.sock"))
+                                               for d in set(self.meeting_places()) - self.dirs_before), 5))
+        [(status, err)] = self.finish([self.start_pe(self.slurm(0, 2, ids), 2000)])
+        self.assertEqual(status, 3, err)
+        self.assertIn("another job's PE 0 is already waiting for its PEs", err)
+        self.assertIn(f"SLURM_JOB_ID={self.unique}", err)
+        # The first job is not disturbed: its PE 1 comes, and the job completes.
+        for status, err in self.finish([first_pe0, self.start_pe(self.slurm(1, 2, ids), 1000)]):
+            self.assertEqual(status, 0, err)
+
+    def test_two_processes_claiming_one_pe_fail_the_rendezvous(self):
+        ids = {"PMI_KVSNAME": f"kvs_{self.unique}"}
+        first = [self.start_pe(self.pmi(0, 3, ids), 1000), self.start_pe(self.pmi(1, 3, ids), 1000)]
+        time.sleep(0.5)  # PE 1 of the first job has joined; PE 2 has not come
+        second = self.start_pe(self.pmi(1, 3, ids), 2000)  # another job's PE 1, the same variables
+        results = self.finish(first + [second])
+        for status, err in results:
+            self.assertEqual(status, 3, err)
+            self.assertNotIn("mixed worlds", err)
+        self.assertIn("two processes claim PE 1", results[0][1])
+        self.assertIn("two jobs were started with the same identity", results[0][1])
+        for status, err in results[1:]:
+            self.assertIn("refused", err)
 
 
 if __name__ == "__main__":

@@ -2,13 +2,17 @@
 #pragma once
 
 #include <symm/detail/config.hpp>
+#include <symm/detail/heap_allocator.hpp>
 #include <symm/error.hpp>
 
 #include <unistd.h>
 
 #include <charconv>
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <initializer_list>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +31,11 @@ struct job_info {
   std::string source;  //!< which launcher the values came from, for messages
   //! "host:port" where PE 0 listens for a TCP rendezvous (a job across nodes); empty: the Unix socket in job_dir
   std::string bootstrap_addr = {};
+  //! What makes this job unique among all jobs, from the launcher ("Slurm job 812.3"); every PE checks at the
+  //! rendezvous that the others have the same. Empty for symmrun and symm::launch, whose job_dir is unique already.
+  std::string identity = {};
+  //! Whether job_dir was derived from `identity` (no launcher made it): PE 0 then removes it after the rendezvous.
+  bool derived_dir = false;
 };
 
 //! Set by symm::launch for the PEs it starts; takes precedence over the environment.
@@ -37,27 +46,30 @@ inline std::optional<std::string> get_env(const char* name) {
   return std::nullopt;
 }
 
-//! The value of the first of `names` that is set, else `fallback`.
-inline std::string first_env(std::initializer_list<const char*> names, const char* fallback) {
-  for (const char* name : names) {
-    if (auto v = get_env(name)) return *v;
-  }
-  return fallback;
-}
-
-//! Parses a non-negative decimal integer variable; garbage is an error that names the variable and its value.
-inline std::optional<int> env_int(const char* name) {
+//! Parses a non-negative decimal integer variable of type Int; garbage is an error that names the variable and its
+//! value, and so is a number larger than Int holds (it is not cut to a smaller one).
+template <class Int>
+std::optional<Int> env_integer(const char* name) {
   auto text = get_env(name);
   if (!text) return std::nullopt;
-  int value = 0;
+  Int value = 0;
   auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
+  if (ec == std::errc::result_out_of_range && end == text->data() + text->size() && text->front() != '-') {
+    SYMM_THROW(errc::environment, "environment variable {}='{}' is too large: at most {}", name, *text,
+               std::numeric_limits<Int>::max());
+  }
   if (ec != std::errc{} || end != text->data() + text->size() || value < 0) {
     SYMM_THROW(errc::environment, "environment variable {}='{}' is not a non-negative integer", name, *text);
   }
   return value;
 }
 
-//! Size of the symmetric heap per PE: SYMM_HEAP_SIZE accepts a byte count with an optional K, M or G suffix.
+inline std::optional<int> env_int(const char* name) {
+  return env_integer<int>(name);
+}
+
+//! Size of the symmetric heap per PE: SYMM_HEAP_SIZE accepts a byte count with an optional K, M or G suffix, up to
+//! heap_allocator::max_capacity (a size that does not fit is an error naming it, never a wrapped smaller heap).
 inline std::size_t heap_size_from_env(std::size_t fallback) {
   auto text = get_env("SYMM_HEAP_SIZE");
   if (!text || text->empty()) return fallback;
@@ -68,18 +80,100 @@ inline std::size_t heap_size_from_env(std::size_t fallback) {
   if (suffix == "K" || suffix == "k" || suffix == "KiB") scale = std::size_t{1} << 10;
   else if (suffix == "M" || suffix == "m" || suffix == "MiB") scale = std::size_t{1} << 20;
   else if (suffix == "G" || suffix == "g" || suffix == "GiB") scale = std::size_t{1} << 30;
-  else if (!suffix.empty()) ec = std::errc::invalid_argument;
+  else if (!suffix.empty() && ec == std::errc{}) ec = std::errc::invalid_argument;
+  constexpr std::size_t most = heap_allocator::max_capacity;
+  if (ec == std::errc::result_out_of_range || (ec == std::errc{} && value > most / scale)) {
+    SYMM_THROW(errc::environment, "SYMM_HEAP_SIZE='{}' is more than the largest heap symm maps, {} bytes (64 TiB)",
+               *text, most);
+  }
   if (ec != std::errc{} || value == 0) {
     SYMM_THROW(errc::environment, "SYMM_HEAP_SIZE='{}' is not a size (examples: 268435456, 256M, 2G)", *text);
   }
   return value * scale;
 }
 
-//! A directory for the rendezvous socket when the launcher is not symmrun: derived from the job's id so that
-//! every PE of one job computes the same path.
-inline std::string derived_job_dir(std::string_view job_key) {
-  std::string base = fmt::format("/tmp/symm-{}", ::getuid());
-  return fmt::format("{}/job-{}", base, job_key);
+//! SYMM_BOOTSTRAP_TIMEOUT_MS, default 60 s; at most 10^12 ms (about 31 years), so that no deadline computed from it
+//! can overflow the clock.
+inline std::chrono::milliseconds bootstrap_timeout_from_env() {
+  constexpr std::int64_t most = 1'000'000'000'000;
+  const std::int64_t ms = env_integer<std::int64_t>("SYMM_BOOTSTRAP_TIMEOUT_MS").value_or(60000);
+  if (ms > most) {
+    SYMM_THROW(errc::environment, "SYMM_BOOTSTRAP_TIMEOUT_MS={} is too large: at most {} ms", ms, most);
+  }
+  return std::chrono::milliseconds(ms);
+}
+
+//! 64-bit FNV-1a of `text` from `basis`: names and digests of job identities (not a defence against an adversary,
+//! which the private job directory is; a way to tell honest jobs apart).
+constexpr std::uint64_t fnv1a(std::string_view text, std::uint64_t basis = 0xcbf29ce484222325ull) noexcept {
+  std::uint64_t h = basis;
+  for (char c : text)
+    h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  return h;
+}
+
+//! A 128-bit digest of a job identity as 32 hex digits: what PEs compare at the rendezvous.
+inline std::string identity_digest(std::string_view identity) {
+  return fmt::format("{:016x}{:016x}", fnv1a(identity), fnv1a(identity, 0x84222325cbf29ce4ull));
+}
+
+//! The rendezvous directory of a job whose launcher is not symmrun, named after the job's identity so that every PE
+//! of one job computes the same path and no two jobs share one.
+inline std::string derived_job_dir(std::string_view identity) {
+  return fmt::format("/tmp/symm-{}/job-{}", ::getuid(), identity_digest(identity).substr(0, 24));
+}
+
+//! The variables that tell one job of `source` (a launcher) from every other, as "NAME=value ..." (sorted as listed),
+//! or nothing when the launcher set none of the required ones. SYMM_JOB_ID, when set, is the identity under any
+//! launcher: the way out for a launcher that gives none.
+inline std::string launcher_job_identity(std::string_view source) {
+  if (auto id = get_env("SYMM_JOB_ID"); id && !id->empty()) return fmt::format("SYMM_JOB_ID={}", *id);
+  // `required`: all must be set; `optional`: added when set (they tell apart what the required ones may not).
+  const auto join =
+      [](std::initializer_list<const char*> required, std::initializer_list<const char*> optional) -> std::string {
+    std::string out;
+    for (const char* name : required) {
+      auto v = get_env(name);
+      if (!v || v->empty()) return {};
+      out += fmt::format("{}{}={}", out.empty() ? "" : " ", name, *v);
+    }
+    for (const char* name : optional) {
+      if (auto v = get_env(name); v && !v->empty()) out += fmt::format("{}{}={}", out.empty() ? "" : " ", name, *v);
+    }
+    return out;
+  };
+  std::string identity;
+  if (source == "Open MPI") {
+    // PMIx namespace (Open MPI 5, or 4 under PMIx): unique per mpirun; the ORTE job id of Open MPI 4 otherwise.
+    identity = join({"PMIX_NAMESPACE"}, {"OMPI_MCA_ess_base_jobid"});
+    if (identity.empty()) identity = join({"OMPI_MCA_ess_base_jobid"}, {"OMPI_MCA_orte_hnp_uri"});
+  } else if (source == "PMI") {
+    identity = join({"PMI_KVSNAME"}, {"PMI_PORT"});
+    if (identity.empty()) identity = join({"PMIX_NAMESPACE"}, {});
+  } else if (source == "Slurm") {
+    identity = join({"SLURM_JOB_ID", "SLURM_STEP_ID"}, {"SLURM_CLUSTER_NAME"});
+    if (identity.empty()) identity = join({"SLURM_JOB_ID", "SLURM_STEPID"}, {"SLURM_CLUSTER_NAME"});
+  } else if (source == "torchrun") {
+    // The master endpoint is unique among running jobs (torchrun's store listens there); the run id is "none"
+    // unless --rdzv-id gives one, so it cannot tell jobs apart alone; a restarted job is a new world.
+    identity = join({"MASTER_ADDR", "MASTER_PORT"}, {"TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT"});
+  }
+  return identity.empty() ? identity : fmt::format("{}: {}", source, identity);
+}
+
+//! What to say when a launcher gives nothing that tells its jobs apart.
+inline std::string no_identity_message(std::string_view source) {
+  std::string_view looked_for =
+      source == "Open MPI" ? "PMIX_NAMESPACE or OMPI_MCA_ess_base_jobid"
+      : source == "PMI"    ? "PMI_KVSNAME or PMIX_NAMESPACE"
+      : source == "Slurm"  ? "SLURM_JOB_ID and SLURM_STEP_ID"
+                           : "MASTER_ADDR and MASTER_PORT";
+  return fmt::format(
+      "{}: the launcher's variables give this job no identity of its own ({} not set), so symm cannot keep it apart "
+      "from another job started the same way: their PEs could meet and form one world. Export a value unique to "
+      "this run to every PE, e.g. `export SYMM_JOB_ID=$(uuidgen)` before starting it (mpirun: add -x SYMM_JOB_ID), "
+      "or start the job with symmrun",
+      source, looked_for);
 }
 
 //! The TCP rendezvous address: SYMM_BOOTSTRAP_ADDR, else under torchrun MASTER_ADDR with MASTER_PORT + 1 (torchrun's
@@ -131,15 +225,11 @@ inline job_info job_from_environment() {
       SYMM_THROW(errc::environment, "SYMM_PE is set but SYMM_JOB_DIR is not; start the job with symmrun");
     }
   } else if (take("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-                  "OMPI_COMM_WORLD_LOCAL_SIZE", "Open MPI")) {
-    info.job_dir = derived_job_dir(first_env({"OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE"}, "ompi"));
-  } else if (take("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "PMI")) {
-    info.job_dir = derived_job_dir(get_env("PMI_KVSNAME").value_or("pmi"));
-  } else if (take("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", nullptr, "Slurm")) {
-    info.job_dir = derived_job_dir(
-        fmt::format("{}.{}", get_env("SLURM_JOB_ID").value_or("0"), get_env("SLURM_STEP_ID").value_or("0")));
-  } else if (take("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "torchrun")) {
-    info.job_dir = derived_job_dir(first_env({"TORCHELASTIC_RUN_ID", "MASTER_PORT"}, "torch"));
+                  "OMPI_COMM_WORLD_LOCAL_SIZE", "Open MPI") ||
+             take("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "PMI") ||
+             take("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", nullptr, "Slurm") ||
+             take("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "torchrun")) {
+    info.derived_dir = true; // below, once the rank and size are known to be sane
   } else {
     SYMM_THROW(errc::environment,
                "no launcher found: none of SYMM_PE/SYMM_N_PES (symmrun), OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE, "
@@ -154,6 +244,17 @@ inline job_info job_from_environment() {
   if (info.pe >= info.n_pes) {
     SYMM_THROW(errc::environment, "{}: this PE's rank {} is not below the job size {}", info.source, info.pe,
                info.n_pes);
+  }
+  if (info.derived_dir) {
+    // The meeting place comes from what makes this job unique, never from a fixed fallback: two jobs that met in
+    // one directory would form one world and each exit with the other's data.
+    info.identity = launcher_job_identity(info.source);
+    // A job of one PE meets nobody, so nothing can mix: it needs no identity from the launcher.
+    if (info.identity.empty() && info.n_pes == 1) {
+      info.identity = fmt::format("{}: one PE, pid {}", info.source, ::getpid());
+    }
+    if (info.identity.empty()) SYMM_THROW(errc::environment, "{}", no_identity_message(info.source));
+    info.job_dir = derived_job_dir(info.identity);
   }
   return info;
 }

@@ -14,12 +14,15 @@ namespace detail {
 
 class heap_allocator {
 public:
+  //! `capacity` at most max_capacity (world_state checks heap sizes against it), so no offset arithmetic can wrap.
   explicit heap_allocator(std::size_t capacity) : capacity_(capacity) {
     if (capacity > 0) free_[0] = capacity;
   }
 
   //! First fit. Returns nullopt when no free block is large enough (the caller words the error).
   std::optional<std::size_t> allocate(std::size_t bytes, std::size_t alignment) {
+    // Before any rounding, which would wrap for sizes near 2^64 (SIZE_MAX bytes rounded up is 0).
+    if (bytes > capacity_ || alignment > capacity_) return std::nullopt;
     bytes = round_up(bytes == 0 ? 1 : bytes, min_alignment);
     alignment = alignment < min_alignment ? min_alignment : alignment;
     for (auto it = free_.begin(); it != free_.end(); ++it) {
@@ -74,6 +77,8 @@ public:
 
   //! 256 bytes: every object starts on a boundary fit for 16-byte vector access and whole cache lines.
   static constexpr std::size_t min_alignment = 256;
+  //! 2^46 bytes (64 TiB) per PE: more than any GPU or host maps for one PE, far from where offsets could wrap.
+  static constexpr std::size_t max_capacity = std::size_t{1} << 46;
 
 private:
   static constexpr std::size_t round_up(std::size_t v, std::size_t a) { return (v + a - 1) / a * a; }

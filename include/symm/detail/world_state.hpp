@@ -138,9 +138,13 @@ public:
   explicit world_state(const world_options& options) : job_(job_from_environment()) {
     kind_ = choose_backend(options);
     heap_bytes_ = options.heap_size != 0 ? options.heap_size : heap_size_from_env(default_heap_size);
-    auto timeout = options.bootstrap_timeout.count() != 0
-                     ? options.bootstrap_timeout
-                     : std::chrono::milliseconds(env_int("SYMM_BOOTSTRAP_TIMEOUT_MS").value_or(60000));
+    if (heap_bytes_ > heap_allocator::max_capacity) {
+      SYMM_THROW(errc::invalid_argument,
+                 "PE {}: world_options::heap_size = {} bytes is more than the largest heap symm maps, {} bytes (64 "
+                 "TiB)",
+                 job_.pe, heap_bytes_, heap_allocator::max_capacity);
+    }
+    auto timeout = options.bootstrap_timeout.count() != 0 ? options.bootstrap_timeout : bootstrap_timeout_from_env();
     boot_ = std::make_unique<bootstrap>(job_, timeout);
     job_layout layout = detect_layout(*boot_);
     if (kind_ != symm::backend::nvshmem && (layout.n_nodes > 1 || boot_->over_tcp())) {
@@ -202,9 +206,12 @@ public:
   ~world_state() = default;
 
   //! Collective end of the world: completes outstanding operations, waits for every PE, then unmaps. When this PE is
-  //! leaving because of an exception, it tells the others instead of waiting for them, so none of them hangs.
-  void finalize(bool unwinding) noexcept {
-    if (!alive_) return;
+  //! leaving because of an exception, it tells the others instead of waiting for them, so none of them hangs. Returns
+  //! the error the finalize barrier found (a PE that had already left, or failed), already printed to stderr, for the
+  //! caller to end the PE with (symm::world's destructor); none when it went well or this PE is unwinding.
+  std::optional<error> finalize(bool unwinding) noexcept {
+    std::optional<error> found;
+    if (!alive_) return found;
     pe_control& mine = *controls_[static_cast<std::size_t>(job_.pe)];
     if (unwinding) {
       alive_ = false;
@@ -216,9 +223,16 @@ public:
       try {
         quiet();
         barrier("the world's finalize barrier");
+      } catch (const error& e) {
+        std::fprintf(stderr, "symm: PE %d: finalize: %s\n", job_.pe, e.what());
+        std::fflush(stderr);
+        mark_failed(fmt::format("PE {} failed in finalize", job_.pe));
+        found = e;
       } catch (const std::exception& e) {
         std::fprintf(stderr, "symm: PE %d: finalize: %s\n", job_.pe, e.what());
+        std::fflush(stderr);
         mark_failed(fmt::format("PE {} failed in finalize", job_.pe));
+        found = error(errc::system, fmt::format("PE {}: finalize: {}", job_.pe, e.what()));
       }
       alive_ = false;
       if (atomic_at(mine.state).load() != static_cast<std::uint32_t>(pe_state::failed)) {
@@ -230,6 +244,7 @@ public:
 #if SYMM_CUDA_BACKEND()
     cuda_.reset();
 #endif
+    return found;
   }
 
   //! Records why this PE failed in its control page, where every waiting PE looks (over the network: sends it to

@@ -1,12 +1,15 @@
 // symm/detail/bootstrap/bootstrap.hpp: how the PEs of a job find each other and exchange what the backends need.
 //
 // A star over a Unix socket: PE 0 listens on <job_dir>/boot.sock, every other PE connects and presents the job's
-// token. Across nodes (SYMM_BOOTSTRAP_ADDR=host:port) the star is over TCP instead: PE 0 listens on that port, and the
-// job token is required, since any process on the network could otherwise join; descriptors cannot travel then
-// (allgather_fd refuses). Each message carries a sequence number and a step tag, so PEs that call the collective steps
-// in different orders get an error naming both steps instead of exchanging the wrong data. Every wait has a deadline
-// and the timeout message names the PEs that never came. Used at init and finalize only; barriers in between go
-// through shared memory (control_segment) or the network mesh (net_coordination).
+// token and a digest of the job's identity (the launcher's job id, or the job directory): a PE of another job is
+// refused, a second PE 0 finds the first one listening and stops, and two processes claiming one PE number fail the
+// rendezvous of both, so that no two jobs ever form one world. Across nodes (SYMM_BOOTSTRAP_ADDR=host:port) the star is
+// over TCP instead: PE 0 listens on that port, and the job token is required, since any process on the network could
+// otherwise join; descriptors cannot travel then (allgather_fd refuses). Each message carries a sequence number and a
+// step tag, so PEs that call the collective steps in different orders get an error naming both steps instead of
+// exchanging the wrong data. Every wait has a deadline and the timeout message names the PEs that never came. Used at
+// init and finalize only; barriers in between go through shared memory (control_segment) or the network mesh
+// (net_coordination).
 #pragma once
 
 #include <symm/detail/bootstrap/socket.hpp>
@@ -75,7 +78,8 @@ public:
   //! Joins the job described by `job`; returns when all PEs are connected. Throws on timeout, naming missing PEs.
   bootstrap(const job_info& job, std::chrono::milliseconds timeout)
       : pe_(job.pe), n_pes_(job.n_pes), timeout_(timeout), socket_path_(job.job_dir + "/boot.sock"),
-        tcp_(!job.bootstrap_addr.empty()) {
+        tcp_(!job.bootstrap_addr.empty()), identity_(job.identity.empty() ? job.job_dir : job.identity),
+        digest_(identity_digest(identity_)) {
     where_ = tcp_ ? fmt::format("TCP address {}", job.bootstrap_addr) : socket_path_;
     if (tcp_) {
       if (job.token.empty()) {
@@ -100,9 +104,7 @@ public:
 
   bootstrap(const bootstrap&) = delete;
   bootstrap& operator=(const bootstrap&) = delete;
-  ~bootstrap() {
-    if (pe_ == 0 && listener_ && !tcp_) ::unlink(socket_path_.c_str());
-  }
+  ~bootstrap() = default;
 
   [[nodiscard]] int pe() const noexcept { return pe_; }
   [[nodiscard]] int n_pes() const noexcept { return n_pes_; }
@@ -193,16 +195,52 @@ private:
   struct hello_body {
     std::int32_t pe, n_pes;
     char token[64];
+    char identity_digest[33]; // identity_digest(): 32 hex digits
+    std::uint32_t pid;
+  };
+
+  //! PE 0's socket file, and the job directory when it was derived from the job's identity: removed when the
+  //! rendezvous ends, whether it succeeded or threw (a member, so that a constructor that throws still cleans up).
+  struct socket_file {
+    std::string path, derived_dir;
+    bool bound = false;
+    socket_file() = default;
+    socket_file(const socket_file&) = delete;
+    socket_file& operator=(const socket_file&) = delete;
+    void remove() noexcept {
+      if (!bound) return;
+      ::unlink(path.c_str());
+      if (!derived_dir.empty()) ::rmdir(derived_dir.c_str()); // fails, harmlessly, if another world uses it
+      bound = false;
+    }
+    ~socket_file() { remove(); }
   };
 
   deadline_clock::time_point next_deadline() const { return deadline_clock::now() + timeout_; }
 
   void listen_on_unix_socket(const job_info& job) {
     ensure_private_dir(job.job_dir);
-    ::unlink(socket_path_.c_str()); // a stale socket of an earlier job with the same directory
     listener_.reset(SYMM_TRY_SYS(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)));
     sockaddr_un addr = unix_address(socket_path_);
-    SYMM_TRY_SYS(::bind(listener_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)));
+    const auto bind_socket = [&] { return ::bind(listener_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)); };
+    if (bind_socket() != 0) {
+      if (errno != EADDRINUSE) SYMM_THROW(errc::system, "PE 0 cannot bind {}: {}", socket_path_, std::strerror(errno));
+      // Someone's socket is there. A PE 0 that still listens on it is another job with this job's identity: taking
+      // its place would send the PEs of both jobs to one world. A socket nobody listens on is a stale one.
+      unique_fd probe(SYMM_TRY_SYS(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)));
+      if (::connect(probe.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+        SYMM_THROW(errc::bootstrap,
+                   "PE 0: another job's PE 0 is already waiting for its PEs at {}, with this job's identity ({}): two "
+                   "jobs were started with the same identity, and their PEs would meet. Give each job its own (export "
+                   "SYMM_JOB_ID=$(uuidgen) to every PE of one job), or start jobs with symmrun",
+                   socket_path_, identity_);
+      }
+      ::unlink(socket_path_.c_str());
+      SYMM_TRY_SYS(bind_socket());
+    }
+    socket_file_.path = socket_path_;
+    if (job.derived_dir) socket_file_.derived_dir = job.job_dir;
+    socket_file_.bound = true;
     SYMM_TRY_SYS(::chmod(socket_path_.c_str(), 0600));
     SYMM_TRY_SYS(::listen(listener_.get(), 4096));
   }
@@ -222,6 +260,7 @@ private:
     if (tcp_) listen_on_tcp_port();
     else listen_on_unix_socket(job);
     peers_.resize(static_cast<std::size_t>(n_pes_));
+    peer_pids_.assign(static_cast<std::size_t>(n_pes_), 0);
     int joined = 1;
     while (joined < n_pes_) {
       if (!poll_until(listener_.get(), POLLIN, deadline)) {
@@ -246,26 +285,40 @@ private:
           recv_all(conn.get(), std::as_writable_bytes(std::span(&hello, 1)), hello_deadline) != io_status::ok) {
         continue; // not one of ours, or gone: keep waiting for the real PEs
       }
-      std::string_view reason;
+      std::string reason;
       if (!token_matches(job.token, hello.token)) reason = "wrong job token";
-      else if (hello.n_pes != n_pes_) reason = "different job size";
+      else if (!digest_matches(hello.identity_digest)) {
+        reason = fmt::format("it belongs to another job (PE 0's job is {})", identity_);
+      } else if (hello.n_pes != n_pes_) reason = "different job size";
       else if (hello.pe <= 0 || hello.pe >= n_pes_) reason = "PE number out of range";
-      else if (peers_[hello.pe]) reason = "PE number already joined";
       if (!reason.empty()) {
-        std::string text = fmt::format(
-            "PE 0 refused PE {} (job size {}): {}; PE 0's job has {} PEs", hello.pe, hello.n_pes, reason, n_pes_);
-        boot_header r{.seq = 0, .step = boot_step::refused, .pe = 0, .length = text.size()};
-        (void) send_all(conn.get(), std::as_bytes(std::span(&r, 1)), deadline);
-        (void) send_all(conn.get(), std::as_bytes(std::span(text.data(), text.size())), deadline);
+        refuse(conn.get(),
+               fmt::format("PE 0 refused PE {} (job size {}): {}; PE 0's job has {} PEs", hello.pe, hello.n_pes, reason,
+                           n_pes_),
+               deadline);
         continue;
       }
+      if (peers_[hello.pe]) {
+        // Two processes of this very job's identity claim one PE: two jobs share the identity, and whichever of them
+        // this world took would mix them. Fail the rendezvous for everyone who came, loudly.
+        std::string text = fmt::format(
+            "PE 0: two processes claim PE {} of job {} (pids {} and {}): two jobs were started with the same identity. "
+            "Give each job its own (export SYMM_JOB_ID=$(uuidgen) to every PE of one job), or start jobs with symmrun",
+            hello.pe, identity_, peer_pids_[static_cast<std::size_t>(hello.pe)], hello.pid);
+        refuse(conn.get(), text, deadline);
+        for (int p = 1; p < n_pes_; ++p) {
+          if (peers_[p]) refuse(peers_[p].get(), text, deadline);
+        }
+        SYMM_THROW(errc::bootstrap, "{}", text);
+      }
       peers_[hello.pe] = std::move(conn);
+      peer_pids_[static_cast<std::size_t>(hello.pe)] = hello.pid;
       ++joined;
     }
     for (int p = 1; p < n_pes_; ++p)
       send_header(p, boot_step::welcome, 0, deadline);
     // Everyone came: stop listening, so that a PE of this process's next world cannot reach this one's socket.
-    if (!tcp_) ::unlink(socket_path_.c_str());
+    socket_file_.remove();
     listener_.reset();
   }
 
@@ -304,8 +357,9 @@ private:
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::microseconds(20000));
     }
-    hello_body hello{pe_, n_pes_, {}};
+    hello_body hello{pe_, n_pes_, {}, {}, static_cast<std::uint32_t>(::getpid())};
     std::memcpy(hello.token, job.token.data(), std::min(job.token.size(), sizeof(hello.token) - 1));
+    std::memcpy(hello.identity_digest, digest_.data(), std::min(digest_.size(), sizeof(hello.identity_digest) - 1));
     send_header(0, boot_step::hello, sizeof(hello), deadline);
     check_io(send_all(peers_[0].get(), std::as_bytes(std::span(&hello, 1)), deadline), 0, boot_step::hello);
     boot_header h{};
@@ -313,11 +367,22 @@ private:
     if (h.step == boot_step::refused) {
       std::string text(h.length, '\0');
       (void) recv_all(peers_[0].get(), std::as_writable_bytes(std::span(text.data(), text.size())), deadline);
-      SYMM_THROW(errc::bootstrap, "PE {} was refused by the job at {}: {}", pe_, where_, text);
+      SYMM_THROW(errc::bootstrap, "PE {} was refused by the job at {}: {} (PE {}'s job is {})", pe_, where_, text, pe_,
+                 identity_);
     }
     if (h.step != boot_step::welcome) {
       SYMM_THROW(errc::bootstrap, "PE {} expected a welcome from PE 0, got step '{}'", pe_, to_string(h.step));
     }
+  }
+
+  static void refuse(int conn, const std::string& text, deadline_clock::time_point deadline) {
+    boot_header r{.seq = 0, .step = boot_step::refused, .pe = 0, .length = text.size()};
+    (void) send_all(conn, std::as_bytes(std::span(&r, 1)), deadline);
+    (void) send_all(conn, std::as_bytes(std::span(text.data(), text.size())), deadline);
+  }
+
+  bool digest_matches(const char (&given)[33]) const {
+    return std::string_view(given, strnlen(given, sizeof(given))) == digest_;
   }
 
   static bool token_matches(const std::string& expected, const char (&given)[64]) {
@@ -384,8 +449,12 @@ private:
   bool tcp_ = false;
   tcp_endpoint root_; // over TCP: where PE 0 listens
   std::string where_;
+  std::string identity_; // the launcher's job identity, or the job directory (symmrun, symm::launch)
+  std::string digest_;   // identity_digest(identity_)
+  socket_file socket_file_;
   unique_fd listener_;
-  std::vector<unique_fd> peers_; // PE 0: one per PE (index 0 unused); others: [0] is PE 0
+  std::vector<unique_fd> peers_;         // PE 0: one per PE (index 0 unused); others: [0] is PE 0
+  std::vector<std::uint32_t> peer_pids_; // PE 0: the process id each joined PE gave
   std::uint32_t seq_ = 0;
 };
 
