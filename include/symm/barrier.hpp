@@ -1,6 +1,7 @@
 // symm/barrier.hpp: host barriers — barrier_all, sync_all, quiet, and the RAII barrier_scope.
 #pragma once
 
+#include <symm/detail/collective_release.hpp>
 #include <symm/ordering.hpp>
 #include <symm/world.hpp>
 
@@ -22,8 +23,9 @@ inline void sync_all() {
 }
 
 //! A barrier at the end of a scope: quiet() and barrier_all() when the scope exits, so every write made inside the
-//! scope is visible on every PE after it. Immovable; when the scope is left by an exception the barrier is skipped
-//! (the world then reports this PE as failed to the others instead of letting them wait).
+//! scope is visible on every PE after it. Immovable. When the scope is left by an exception the barrier is still made,
+//! as symmetric objects still free themselves (detail/collective_release.hpp), so that a PE that catches stays in step
+//! with the others; should it fail then, this PE is marked failed and the exception goes on.
 //!
 //! \code
 //!   { symm::barrier_scope sync(world);  symm::remote(dst, 1) = src.local(); }   // visible on PE 1 after the brace
@@ -39,9 +41,16 @@ public:
   barrier_scope& operator=(barrier_scope&&) = delete;
 
   ~barrier_scope() noexcept(false) {
-    if (std::uncaught_exceptions() > uncaught_) return;
-    state_->quiet();
-    state_->barrier("barrier_scope");
+    const auto end_scope = [this] {
+      state_->quiet();
+      state_->barrier("barrier_scope");
+    };
+    if (std::uncaught_exceptions() == uncaught_) {
+      end_scope();
+    } else {
+      detail::release_collectively(*state_, "a symm::barrier_scope", true, detail::on_release_failure::mark_failed,
+                                   end_scope);
+    }
   }
 
 private:

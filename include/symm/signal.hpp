@@ -130,7 +130,7 @@ public:
     std::vector<std::uint64_t> zeros(words_.size(), 0); // words_ checked the count
     auto* state = words_.ref().world();
     state->copy(words_.local().data(), zeros.data(), words_.size_bytes());
-    state->barrier("symm::signal_array construction");
+    state->wait_for_all(state->world_group(), "symm::signal_array construction"); // after the agreed allocation
   }
   [[nodiscard]] std::size_t size() const noexcept { return words_.size(); }
   [[nodiscard]] signal_ref operator[](std::size_t i) const { return ref()[i]; }

@@ -4,6 +4,7 @@
 
 #include <symm/concepts.hpp>
 #include <symm/detail/checked_size.hpp>
+#include <symm/detail/collective_release.hpp>
 #include <symm/detail/device_check.hpp>
 #include <symm/detail/peer_table.hpp>
 #include <symm/world.hpp>
@@ -230,21 +231,12 @@ private:
 
   void release() noexcept {
     if (!world_) return;
-    // Leaving by an exception: the other PEs may not be freeing this object now, so a collective free could pair
-    // with some other collective of theirs. Leak the block instead; the world reports this PE as failed if the
-    // exception ends it, and PEs that all unwind alike leak the same block, which keeps the heap symmetric.
-    if (std::uncaught_exceptions() > uncaught_) {
-      world_.reset();
-      return;
-    }
-    try {
-      reset();
-    } catch (const std::exception& e) {
-      // A destructor cannot throw; a mismatched free is a broken program, so say why loudly and end this PE, which
-      // the other PEs then see as a failed peer instead of waiting.
-      std::fprintf(stderr, "symm: fatal: %s\n", e.what());
-      std::abort();
-    }
+    // Made while unwinding too, so that a PE that catches the exception stays in step with the others
+    // (detail/collective_release.hpp has the rule and what happens when the release fails).
+    auto world = std::move(world_);
+    detail::release_collectively(
+        *world, "a symm::array", std::uncaught_exceptions() > uncaught_, detail::on_release_failure::abort,
+        [&] { world->deallocate(ref_.offset(), "symm::array's destructor"); });
   }
 
   std::shared_ptr<detail::world_state> world_;

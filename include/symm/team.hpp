@@ -3,6 +3,7 @@
 #pragma once
 
 #include <symm/detail/checked_size.hpp>
+#include <symm/detail/collective_release.hpp>
 #include <symm/detail/peer_table.hpp>
 #include <symm/detail/team_state.hpp>
 #include <symm/group.hpp>
@@ -56,14 +57,11 @@ public:
     return *this;
   }
   ~team() {
-    if (!state_ || !state_->member() || state_->is_world() || !state_->world().alive()) return;
-    if (std::uncaught_exceptions() > uncaught_) return; // unwinding: the world reports this PE failed instead
-    try {
-      state_->destroy("symm::team's destructor");
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "symm: PE %d: destroying a team: %s\n", state_->world().my_pe(), e.what());
-      state_->world().mark_failed(fmt::format("PE {} failed to destroy {}", state_->world().my_pe(), state_->name()));
-    }
+    if (!state_ || !state_->member() || state_->is_world()) return;
+    // Made while unwinding too (detail/collective_release.hpp has the rule), so that PEs stay in step.
+    detail::release_collectively(state_->world(), state_->name(), std::uncaught_exceptions() > uncaught_,
+                                 detail::on_release_failure::mark_failed,
+                                 [&] { state_->destroy("symm::team's destructor"); });
   }
 
   //! Whether this PE is a member of a live team (false for a PE outside the team of a split, for a default-made,

@@ -241,3 +241,114 @@ TEST_CASE("heap sizes and timeouts from the environment that do not fit are name
                     .world = {.backend = symm::backend::host, .heap_size = std::size_t{1} << 50}}),
       symm_test::contains_substring("heap_size = 1125899906842624 bytes is more than the largest heap"));
 }
+
+TEST_CASE("a PE that throws and catches inside a scope of symmetric objects stays in step with the others",
+          "[errors][unwinding]") {
+  for (int n : {2, 4}) {
+    CAPTURE(n);
+    REQUIRE_NOTHROW(on_pes(n, [](symm::world& world) {
+      const int me = world.my_pe(), n_pes = world.n_pes();
+      for (int round = 0; round < 2 * n_pes + 1; ++round) {
+        // Rounds 0..n-1: one PE throws; n..2n-1: all throw; the last: none.
+        const bool throws = round < n_pes ? me == round : round < 2 * n_pes;
+        bool caught = false;
+        try {
+          symm::array<int> a(world, 16);
+          symm::scalar<double> s(world);
+          symm::signal sig(world);
+          symm::team row = world.team().split_strided(0, 1, n_pes);
+          symm::barrier_scope sync(world);
+          symm::remote(a, (me + 1) % n_pes)[0] = me;
+          if (throws) (void) symm::remote(a, n_pes + 7); // errc::invalid_pe, thrown through all five
+        } catch (const symm::error& e) {
+          PE_REQUIRE(e.code() == symm::errc::invalid_pe);
+          caught = true;
+        }
+        PE_REQUIRE_EQ(caught, throws);
+        // The job goes on: collective allocations and data still agree on every PE.
+        symm::array<int> b(world, 4);
+        symm::remote(b, (me + 1) % n_pes)[1] = round * 100 + me;
+        world.barrier();
+        PE_REQUIRE_EQ(b.local()[1], round * 100 + (me + n_pes - 1) % n_pes);
+        world.barrier();
+      }
+      PE_REQUIRE_EQ(world.heap_in_use(), world.state()->allocator().bytes_in_use()); // nothing leaked: the same
+    }));
+  }
+}
+
+namespace {
+//! Stops PE `pe`'s process for `pause` (SIGSTOP, as a debugger or ^Z does), from a thread of PE 0, then resumes it.
+void pause_pe_from_pe0(symm::world& world, int pe, std::chrono::milliseconds pause) {
+  if (world.my_pe() != 0) return;
+  const pid_t pid = static_cast<pid_t>(world.state()->control(pe).pid);
+  std::thread([pid, pause] {
+    ::kill(pid, SIGSTOP);
+    std::this_thread::sleep_for(pause);
+    ::kill(pid, SIGCONT);
+  }).detach();
+}
+} // namespace
+
+TEST_CASE("a PE paused for 3 s in allocations and barriers is waited for: slow is not wrong", "[errors][slow]") {
+  auto start = std::chrono::steady_clock::now();
+  REQUIRE_NOTHROW(symm::launch(
+      4,
+      [](symm::world& world) {
+        const int me = world.my_pe(), n = world.n_pes();
+        for (int round = 0; round < 600; ++round) {
+          if (round == 100) pause_pe_from_pe0(world, 3, std::chrono::milliseconds(3000)); // in the middle of a loop
+          if (round == 400) pause_pe_from_pe0(world, 2, std::chrono::milliseconds(1000));
+          symm::array<std::int64_t> a(world, 512); // 4096 bytes, allocated and freed each round
+          symm::remote(a, (me + 1) % n)[7] = round * 10 + me;
+          world.barrier();
+          PE_REQUIRE_EQ(a.local()[7], round * 10 + (me + n - 1) % n);
+          world.barrier();
+        }
+      },
+      {.mode = symm::launch_mode::processes, .world = {.backend = symm::backend::host, .heap_size = 1 << 20}}));
+  REQUIRE(std::chrono::steady_clock::now() - start > std::chrono::seconds(4)); // the pauses did happen
+}
+
+TEST_CASE("a PE paused past the collective bound is named, as paused, not as a mismatch", "[errors][slow]") {
+  if (const char* mode = std::getenv("SYMM_COORDINATION"); mode != nullptr && std::string_view(mode) == "network") {
+    WARN("not run: the bound applies to coordination through shared memory; the network mesh checks connections");
+    return;
+  }
+  symm_test::scoped_env bound({{"SYMM_COLLECTIVE_TIMEOUT_MS", "1000"}});
+  auto start = std::chrono::steady_clock::now();
+  std::string failure;
+  try {
+    symm::launch(
+        2,
+        [](symm::world& world) {
+          symm::array<int> first(world, 4);
+          if (world.my_pe() == 1) ::raise(SIGSTOP); // PE 0's thread below resumes it after 2.5 s
+          if (world.my_pe() == 0) {
+            const pid_t pid = static_cast<pid_t>(world.state()->control(1).pid);
+            std::thread([pid] {
+              std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+              ::kill(pid, SIGCONT);
+            }).detach();
+            try {
+              symm::array<int> second(world, 1024);
+            } catch (const symm::error& e) {
+              PE_REQUIRE(e.code() == symm::errc::timeout);
+              PE_REQUIRE(std::string(e.what()).find("PE 1 (pid ") != std::string::npos);
+              PE_REQUIRE(std::string(e.what()).find("stopped (SIGSTOP") != std::string::npos);
+              PE_REQUIRE(std::string(e.what()).find("allocate bytes 4096") != std::string::npos);
+              PE_REQUIRE(std::string(e.what()).find("this is no mismatch") != std::string::npos);
+              PE_REQUIRE(std::string(e.what()).find("SYMM_COLLECTIVE_TIMEOUT_MS") != std::string::npos);
+              throw;
+            }
+          } else {
+            symm::array<int> second(world, 1024); // resumed: finds PE 0 gone, and says so
+          }
+        },
+        {.mode = symm::launch_mode::processes, .world = {.backend = symm::backend::host, .heap_size = 1 << 20}});
+  } catch (const symm::error& e) {
+    failure = e.what();
+  }
+  CHECK_THAT(failure, symm_test::contains_substring("PE 0 (pid") && symm_test::contains_substring("exited with status"));
+  REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(6));
+}

@@ -34,6 +34,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -118,6 +119,19 @@ void run_operation(symm::world& world, const std::string& operation, symm::array
 
 // --symm: one world, a first barrier, then OPERATION; PE `fault_pe` ends by `fault_how` while the others are in it.
 int run_symm(const fs::path& outdir, const std::string& operation, int fault_pe, const std::string& fault_how) {
+  if (operation == "mismatched_free") {
+    // Each PE prints (stdout is a pipe: fully buffered), then frees two arrays in the other PEs' opposite order. The
+    // agreement check fails in a destructor, which ends the PE; what it printed must still come out.
+    symm::world world({.backend = symm::backend::host, .heap_size = std::size_t{1} << 20});
+    std::optional<symm::array<int>> x(std::in_place, world, 4), y(std::in_place, world, 4);
+    std::printf("PE %d printed this before the fatal error\n", world.my_pe());
+    if (world.my_pe() == 0) {
+      x.reset();
+    } else {
+      y.reset();
+    }
+    return 0;
+  }
   if (operation == "extra_barrier") {
     // PE 0's extra barrier pairs with the others' finalize barrier; PE 0's own finalize then finds them gone.
     symm::world world({.backend = symm::backend::host, .heap_size = std::size_t{1} << 20});
@@ -218,7 +232,7 @@ int main(int argc, char** argv) {
     } else if (arg == "--symm") {
       operation = value();
       if (operation != "barrier" && operation != "allreduce" && operation != "wait" && operation != "job_mark" &&
-          operation != "extra_barrier") {
+          operation != "extra_barrier" && operation != "mismatched_free") {
         die("unknown --symm operation " + operation);
       }
     } else if (arg == "--fault") {

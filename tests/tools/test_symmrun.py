@@ -279,6 +279,13 @@ class CommandLineTest(SymmrunTestCase):
         self.assertEqual(done.returncode, 2)
         self.assertIn("-n needs a value", done.stderr)
 
+    def test_option_given_twice(self):
+        for args in (["-n", "2", "-n", "3"], ["-n2", "--npes=3"], ["--timeout", "5", "--timeout", "6", "-n", "2"]):
+            with self.subTest(args=args):
+                done, _ = self.symmrun(*args, "true")
+                self.assertEqual(done.returncode, 2, done.stderr)
+                self.assertIn("is given more than once", done.stderr)
+
     def test_missing_program(self):
         done, _ = self.symmrun("-n", 2)
         self.assertEqual(done.returncode, 2)
@@ -339,14 +346,23 @@ class CommandLineTest(SymmrunTestCase):
 
 
 class FailureTest(SymmrunTestCase):
+    def test_a_fatal_error_flushes_what_the_pes_printed(self):
+        done, _ = self.probe(2, "--symm", "mismatched_free")
+        self.assertNotEqual(done.returncode, 0, done.stderr)
+        self.assertIn("symm: fatal: PE", done.stderr)
+        self.assertIn("did not ask for the same collective allocation", done.stderr)
+        for pe in range(2):
+            self.assertIn(f"PE {pe} printed this before the fatal error\n", done.stdout)
+
     def test_a_finalize_that_finds_an_error_exits_non_zero(self):
-        # PE 0's extra barrier pairs with PE 1's last one, PE 0's last one with PE 1's finalize: PE 0's finalize then
-        # finds PE 1 gone. That PE, and symmrun, must not exit 0.
+        # PE 0's extra barrier meets PE 1's finalize: both see the mismatch, named with both calls; PE 1's finalize
+        # finds it. No PE, and not symmrun, may exit 0.
         done, _ = self.probe(2, "--symm", "extra_barrier")
-        self.assertEqual(done.returncode, 3, done.stderr)
-        self.assertIn("symm: PE 0: finalize:", done.stderr)
-        self.assertIn("already finalized its world", done.stderr)
-        self.assertIn("symmrun: PE 0 (pid", done.stderr)
+        self.assertNotEqual(done.returncode, 0, done.stderr)
+        self.assertIn("symm: PE 1: finalize:", done.stderr)
+        self.assertIn("PE 0: collective operation #1: a barrier", done.stderr)
+        self.assertIn("PE 1: collective operation #1: finalize the world", done.stderr)
+        self.assertRegex(done.stderr, r"symmrun: PE [01] \(pid \d+\) exited with status [13]")
 
     def test_exit_status_of_failing_pe(self):
         done, elapsed = self.probe(3, "--exit", "1:3", "--sleep", "30")
@@ -743,16 +759,15 @@ class JobIdentityTest(SymmrunTestCase):
         env = {k: v for k, v in self.env.items() if k not in LAUNCHER_VARIABLES}
         env.update(variables)
         env["PROBE_JOB_MARK"] = str(mark)
-        env["SYMM_BOOTSTRAP_TIMEOUT_MS"] = "8000"
+        env.setdefault("SYMM_BOOTSTRAP_TIMEOUT_MS", "8000")
         return subprocess.Popen([PROBE, self.outdir, "--symm", "job_mark"], env=env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
 
     def finish(self, processes):
-        results = []
-        for p in processes:
-            out, err = p.communicate(timeout=RUN_LIMIT_S)
-            results.append((p.returncode, err))
-        return results
+        """[(status, stderr)] of `processes`, reaping each as soon as it ends, as a launcher does (an unreaped PE
+        is a zombie, which its peers cannot tell from a live process)."""
+        assert wait_until(lambda: None not in [p.poll() for p in processes], RUN_LIMIT_S), "a PE did not end"
+        return [(p.returncode, p.communicate()[1]) for p in processes]
 
     # Launchers' variables for PE `rank` of a job of `size`; `ids` are the variables that identify the job.
     @staticmethod
@@ -843,6 +858,56 @@ class JobIdentityTest(SymmrunTestCase):
         self.assertIn("two jobs were started with the same identity", results[0][1])
         for status, err in results[1:]:
             self.assertIn("refused", err)
+
+
+class LeftoversTest(JobIdentityTest):
+    """Failing jobs of every kind, with symmrun and without it: nothing of a job may remain (its directory under
+    XDG_RUNTIME_DIR or /tmp/symm-<uid>, a socket, a shared-memory object in /dev/shm)."""
+
+    def setUp(self):
+        super().setUp()
+        self.shm_before = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+
+    def tearDown(self):
+        try:
+            shm_after = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+            self.assertEqual(sorted(n for n in shm_after - self.shm_before if "symm" in n), [])
+        finally:
+            super().tearDown()
+
+    def test_failing_jobs_under_symmrun_leave_nothing(self):
+        for fault in ("exit", "abort", "kill", "exit0"):
+            with self.subTest(fault=fault):
+                done, _ = self.probe(3, "--symm", "barrier", "--fault", f"1:{fault}")
+                self.assertNotEqual(done.returncode, 0, done.stderr)
+                self.assertEqual(self.job_directories(), [])
+        with self.subTest(fault="throw"):
+            done, _ = self.probe(2, "--symm", "mismatched_free")
+            self.assertNotEqual(done.returncode, 0, done.stderr)
+            self.assertEqual(self.job_directories(), [])
+        with self.subTest(fault="timeout"):
+            done, _ = self.probe(3, "--sleep", "30", options=("--timeout", "0.5"))
+            self.assertEqual(done.returncode, 124, done.stderr)
+            self.assertEqual(self.job_directories(), [])
+
+    def test_failing_jobs_without_symmrun_leave_nothing(self):
+        # A PE that never comes (PE 0 times out at the rendezvous), a PE that dies in a barrier, a job that breaks in
+        # a destructor: the meeting place in /tmp/symm-<uid> is checked in tearDown.
+        ids = {"SLURM_JOB_ID": self.unique, "SLURM_STEP_ID": "0", "SYMM_BOOTSTRAP_TIMEOUT_MS": "500"}
+        [(status, err)] = self.finish([self.start_pe(self.slurm(0, 2, ids), 1)])
+        self.assertEqual(status, 3, err)
+        self.assertIn("these never came: PE 1", err)
+        for step, args in (("1", ("--symm", "barrier", "--fault", "1:kill")), ("2", ("--symm", "mismatched_free"))):
+            env_ids = dict(ids, SLURM_STEP_ID=step)
+            processes = []
+            for rank in range(2):
+                env = {k: v for k, v in self.env.items() if k not in LAUNCHER_VARIABLES}
+                env.update(self.slurm(rank, 2, env_ids))
+                processes.append(subprocess.Popen([PROBE, self.outdir, *args], env=env, stdin=subprocess.DEVNULL,
+                                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                                  preexec_fn=default_signals))
+            for status, err in self.finish(processes):
+                self.assertNotEqual(status, 0, err)
 
 
 if __name__ == "__main__":

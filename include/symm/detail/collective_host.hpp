@@ -116,7 +116,7 @@ void host_collective(team_state& s, collective_id c, sym_buffer<T> dst, sym_buff
                              w.team_channels()},
           s.group(), what);
   host_collective_work(c, std::span<const int>(s.members()), s.my_index(), dst, src, op, root);
-  w.barrier(s.group(), what);
+  w.wait_for_all(s.group(), what); // the work's end: its request was agreed above
 }
 
 } // namespace detail

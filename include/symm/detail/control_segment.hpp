@@ -12,6 +12,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -31,6 +34,8 @@ enum class collective_kind : std::uint64_t {
   destroy_team = 5,    //!< no args
   team_collective = 6, //!< a collective of symm/collectives.hpp; args: what (see describe_collective_call), src size,
                        //!< dst size
+  barrier = 7,         //!< a host barrier user code asked for (barrier_all, sync_all, a team's, barrier_scope)
+  finalize = 8,        //!< the world's finalize
 };
 
 //! One collective operation (an allocation, a free, a team split), as each PE of the team asked for it; compared
@@ -41,6 +46,7 @@ struct collective_request {
   std::int64_t args[3];   //!< what was asked (compared)
   std::uint64_t channels; //!< not compared: the host barrier channels of the teams this PE belongs to (bit c: channel
                           //!< c)
+  std::uint64_t unwinding = 0; //!< not compared: 1 for a release made while an exception propagates on this PE
 };
 
 //! A centralized sense-reversing barrier: arrivals count up, the last one bumps the generation and wakes sleepers.
@@ -62,6 +68,8 @@ struct pe_control {
   alignas(64) barrier_channel barriers[barrier_channels]; // used on the page of the barrier's root PE
   alignas(64) std::uint32_t sleepers; // host threads asleep on a futex in this PE's heap (symm/wait.hpp): writers
                                       // of 4-byte words wake them only while it is not 0
+  alignas(64) std::uint32_t host_waits; // this PE's host threads in a wait for data (wait_until and the like), not in a
+                                        // collective: a PE releasing objects while unwinding does not wait for them
 };
 
 inline constexpr std::size_t control_page_bytes = (sizeof(pe_control) + 4095) / 4096 * 4096;
@@ -107,6 +115,9 @@ public:
       pe_control& page = *pages_[static_cast<std::size_t>(p)];
       auto state = static_cast<pe_state>(atomic_at(page.state).load(std::memory_order_acquire));
       std::uint32_t pid = atomic_at(page.pid).load(std::memory_order_relaxed);
+      if (state != pe_state::running && state != pe_state::joining) {
+        std::fflush(nullptr); // this PE fails next: what it printed comes out before the launcher stops the job
+      }
       if (state == pe_state::failed) {
         std::string why(page.failure, strnlen(page.failure, sizeof(page.failure)));
         SYMM_THROW(errc::peer_failed, "PE {} waited in {} but PE {} (pid {}) failed: {}", my_pe_, what, p, pid,
@@ -120,6 +131,7 @@ public:
       }
       if (pid != 0 && pid != static_cast<std::uint32_t>(::getpid()) && ::kill(static_cast<pid_t>(pid), 0) != 0 &&
           errno == ESRCH) {
+        std::fflush(nullptr);
         SYMM_THROW(errc::peer_failed, "PE {} waited in {} but PE {} (pid {}) no longer exists: it exited or was killed",
                    my_pe_, what, p, pid);
       }
@@ -134,37 +146,84 @@ private:
   peer_monitor* network_ = nullptr; // set when the PEs coordinate over the network: then it alone is asked
 };
 
+//! A bound on a wait: none (wait while the peers live), or a time after which the wait gives up.
+using wait_deadline = std::optional<std::chrono::steady_clock::time_point>;
+
+//! Counts the calling thread as in a host wait for data (pe_control::host_waits) for its lifetime.
+class host_wait_mark {
+public:
+  explicit host_wait_mark(pe_control& mine) noexcept : count_(&mine.host_waits) {
+    atomic_at(*count_).fetch_add(1, std::memory_order_release);
+  }
+  host_wait_mark(const host_wait_mark&) = delete;
+  host_wait_mark& operator=(const host_wait_mark&) = delete;
+  ~host_wait_mark() { atomic_at(*count_).fetch_sub(1, std::memory_order_release); }
+
+private:
+  std::uint32_t* count_;
+};
+
 //! Waits until `done()` holds; spins briefly, then sleeps on the futex at `word` (woken by whoever changes it), and
-//! checks the other PEs' health between sleeps. No fixed delays: a wake-up comes as soon as the word changes.
-template <class Done>
-void wait_on(std::uint32_t* word, Done&& done, const liveness& peers, std::string_view what) {
+//! checks the other PEs' health between sleeps. No fixed delays: a wake-up comes as soon as the word changes. Returns
+//! false when `deadline` passed first (a PE that is alive but slow, paused or elsewhere: the caller words the error),
+//! or when `give_up` (checked between sleeps) says to.
+template <class Done, class GiveUp = bool (*)()>
+bool wait_on(std::uint32_t* word, Done&& done, const liveness& peers, std::string_view what,
+             wait_deadline deadline = std::nullopt, GiveUp&& give_up = [] { return false; }) {
   for (int spin = 0; spin < 4096; ++spin) {
-    if (done()) return;
+    if (done()) return true;
 #if defined(__x86_64__)
     __builtin_ia32_pause();
 #endif
   }
   for (;;) {
     std::uint32_t seen = atomic_at(*word).load(std::memory_order_acquire);
-    if (done()) return;
+    if (done()) return true;
     futex_wait(word, seen, std::chrono::milliseconds(20));
-    if (done()) return;
+    if (done()) return true;
     peers.check(what);
+    if (deadline && std::chrono::steady_clock::now() >= *deadline) return false;
+    if (give_up()) return false;
   }
 }
 
-//! Arrive at `channel` on the root's page and wait for all `count` participants.
-inline void barrier_wait(barrier_channel& channel, std::uint32_t count, const liveness& peers, std::string_view what) {
+//! Arrive at `channel` on the root's page and wait for all `count` participants. False when `deadline` passed first;
+//! the arrival then stays counted, so the caller must not use the channel again (it marks its PE failed).
+template <class GiveUp = bool (*)()>
+bool barrier_wait(barrier_channel& channel, std::uint32_t count, const liveness& peers, std::string_view what,
+                  wait_deadline deadline = std::nullopt, GiveUp&& give_up = [] { return false; }) {
   auto generation = atomic_at(channel.generation);
   std::uint32_t my_generation = generation.load(std::memory_order_acquire);
   if (atomic_at(channel.arrived).fetch_add(1, std::memory_order_acq_rel) + 1 == count) {
     atomic_at(channel.arrived).store(0, std::memory_order_relaxed);
     generation.store(my_generation + 1, std::memory_order_release);
     futex_wake_all(&channel.generation);
-    return;
+    return true;
   }
-  wait_on(
-      &channel.generation, [&] { return generation.load(std::memory_order_acquire) != my_generation; }, peers, what);
+  return wait_on(
+      &channel.generation, [&] { return generation.load(std::memory_order_acquire) != my_generation; }, peers, what,
+      deadline, give_up);
+}
+
+//! How a PE that has not arrived looks from its node: "stopped (SIGSTOP, or a debugger)" when the kernel says so,
+//! else "running" or "asleep" (a PE in another wait, or in a long computation); empty when unknown.
+inline std::string process_condition(std::uint32_t pid) {
+  if (pid == 0) return {};
+  std::FILE* f = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
+  if (f == nullptr) return {};
+  char text[512] = {};
+  const std::size_t n = std::fread(text, 1, sizeof(text) - 1, f);
+  std::fclose(f);
+  const char* paren = std::strrchr(text, ')'); // the command name may hold spaces and parentheses
+  if (paren == nullptr || paren + 2 >= text + n) return {};
+  switch (paren[2]) {
+    case 'T': return "stopped (SIGSTOP or ^Z)";
+    case 't': return "stopped by a debugger";
+    case 'R': return "running";
+    case 'S': return "asleep";
+    case 'D': return "in an uninterruptible wait (paging, I/O)";
+    default: return {};
+  }
 }
 
 } // namespace detail

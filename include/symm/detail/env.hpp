@@ -103,6 +103,15 @@ inline std::chrono::milliseconds bootstrap_timeout_from_env() {
   return std::chrono::milliseconds(ms);
 }
 
+//! A wait bound in milliseconds from `name` (0: none), `fallback` when unset; at most 10^12 ms like the bootstrap's.
+inline std::chrono::milliseconds wait_bound_from_env(const char* name, std::chrono::milliseconds fallback) {
+  constexpr std::int64_t most = 1'000'000'000'000;
+  const std::optional<std::int64_t> ms = env_integer<std::int64_t>(name);
+  if (!ms) return fallback;
+  if (*ms > most) SYMM_THROW(errc::environment, "{}={} is too large: at most {} ms (0: no bound)", name, *ms, most);
+  return std::chrono::milliseconds(*ms);
+}
+
 //! 64-bit FNV-1a of `text` from `basis`: names and digests of job identities (not a defence against an adversary,
 //! which the private job directory is; a way to tell honest jobs apart).
 constexpr std::uint64_t fnv1a(std::string_view text, std::uint64_t basis = 0xcbf29ce484222325ull) noexcept {

@@ -125,6 +125,8 @@ inline std::string describe(const collective_request& r) {
     case collective_kind::split_2d:
       return fmt::format("collective operation #{}: split_2d(x_range = {})", r.sequence, r.args[0]);
     case collective_kind::destroy_team: return fmt::format("collective operation #{}: destroy the team", r.sequence);
+    case collective_kind::barrier: return fmt::format("collective operation #{}: a barrier", r.sequence);
+    case collective_kind::finalize: return fmt::format("collective operation #{}: finalize the world", r.sequence);
     case collective_kind::team_collective:
       return fmt::format("collective operation #{}: {} with src of {} and dst of {} elements", r.sequence,
                          describe_collective_call(r.args[0]), r.args[1], r.args[2]);
@@ -145,6 +147,8 @@ public:
                  job_.pe, heap_bytes_, heap_allocator::max_capacity);
     }
     auto timeout = options.bootstrap_timeout.count() != 0 ? options.bootstrap_timeout : bootstrap_timeout_from_env();
+    collective_bound_ = wait_bound_from_env("SYMM_COLLECTIVE_TIMEOUT_MS", default_collective_bound);
+    barrier_bound_ = wait_bound_from_env("SYMM_BARRIER_TIMEOUT_MS", std::chrono::milliseconds(0));
     boot_ = std::make_unique<bootstrap>(job_, timeout);
     job_layout layout = detect_layout(*boot_);
     if (kind_ != symm::backend::nvshmem && (layout.n_nodes > 1 || boot_->over_tcp())) {
@@ -222,7 +226,8 @@ public:
     } else {
       try {
         quiet();
-        barrier("the world's finalize barrier");
+        agree(collective_request{0, collective_kind::finalize, {0, 0, 0}, team_channels_}, world_group(),
+              "the world's finalize");
       } catch (const error& e) {
         std::fprintf(stderr, "symm: PE %d: finalize: %s\n", job_.pe, e.what());
         std::fflush(stderr);
@@ -250,6 +255,7 @@ public:
   //! Records why this PE failed in its control page, where every waiting PE looks (over the network: sends it to
   //! every PE).
   void mark_failed(std::string_view why) noexcept {
+    std::fflush(nullptr); // the other PEs may end the job at once: what this PE printed comes out first
     pe_control& mine = *controls_[static_cast<std::size_t>(job_.pe)];
     std::size_t n = std::min(why.size(), sizeof(mine.failure) - 1);
     std::memcpy(mine.failure, why.data(), n);
@@ -345,19 +351,28 @@ public:
     if (!alive_) SYMM_THROW(errc::finalized, "PE {}: {} after its world was finalized", job_.pe, what);
   }
 
-  //! Barrier of all PEs through the control pages (no sockets, no sleeps with fixed delays).
-  void barrier(std::string_view what = "barrier_all") {
-    require_alive(what);
-    if (net_) return net_->barrier(all_pes_, 0, what);
-    barrier_wait(controls_[0]->barriers[0], static_cast<std::uint32_t>(job_.n_pes), live_, what);
+  //! A barrier user code asked for (barrier_all, sync_all, barrier_scope; a team's with `group`): an agreement step
+  //! like any collective, so that a PE in a barrier and a PE in another collective (an allocation, a free, the
+  //! finalize) get an error naming both calls, instead of a barrier that pairs with the other's allocation.
+  void barrier(std::string_view what = "barrier_all") { barrier(world_group(), what); }
+  void barrier(const collective_group& group, std::string_view what) {
+    agree(collective_request{0, collective_kind::barrier, {0, 0, 0}, team_channels_}, group, what);
   }
 
-  //! Barrier of a team's PEs, on the team's channel of its root's control page (or through its root over the network).
-  void barrier(const collective_group& group, std::string_view what) {
+  //! The wait alone, for steps of an operation the PEs already agreed on (the end of a collective's work): the
+  //! team's channel of its root's control page (or through its root over the network); no sockets, no fixed sleeps.
+  //! False when `deadline` passed first, or `give_up()` said so (shared-memory coordination only; the network mesh
+  //! has its own liveness).
+  template <class GiveUp = bool (*)()>
+  bool wait_for_all(const collective_group& group, std::string_view what, wait_deadline deadline = std::nullopt,
+                    GiveUp&& give_up = [] { return false; }) {
     require_alive(what);
-    if (net_) return net_->barrier(group.members, group.channel, what);
-    barrier_wait(control(group.members[0]).barriers[group.channel], static_cast<std::uint32_t>(group.members.size()),
-                 live_, what);
+    if (net_) {
+      net_->barrier(group.members, group.channel, what);
+      return true;
+    }
+    return barrier_wait(control(group.members[0]).barriers[group.channel],
+                        static_cast<std::uint32_t>(group.members.size()), live_, what, deadline, give_up);
   }
 
   //! The world as a collective group: every PE, channel 0 of PE 0, the world's count of collective operations.
@@ -443,7 +458,10 @@ public:
   void agree(collective_request request, const collective_group& group, std::string_view what,
              std::vector<collective_request>* gathered = nullptr, bool check = true) {
     require_alive(what);
+    require_not_failed(what);
+    if (!net_) live_.check(what); // after a failure a barrier could pair with a dead PE's last arrival
     request.sequence = ++*group.sequence;
+    request.unwinding = releasing_while_unwinding_ ? 1 : 0;
     if (net_) {
       std::vector<collective_request> table = net_->exchange(group.members, group.channel, request, what);
       if (gathered != nullptr) *gathered = table;
@@ -454,7 +472,32 @@ public:
       return control(pe).requests[group.channel][request.sequence & 1];
     };
     slot(job_.pe) = request;
-    barrier(group, what);
+    // Slow is not wrong: a PE that has not arrived is waited for, and compared only once it has. Only past the bound
+    // (symm's own collectives: SYMM_COLLECTIVE_TIMEOUT_MS; barriers: SYMM_BARRIER_TIMEOUT_MS, none by default) does
+    // the wait end, with an error that names who did not come.
+    const std::chrono::milliseconds bound = request.kind == collective_kind::barrier ? barrier_bound_ : collective_bound_;
+    const auto started = std::chrono::steady_clock::now();
+    // A release made while an exception propagates is not waited for by PEs blocked in a wait for data: if every PE
+    // that has not come is in one, this PE's exception most likely ends it, and they would wait for it for ever.
+    bool abandoned = false;
+    const auto give_up = [&] {
+      if (request.unwinding == 0) return false;
+      for (int pe : group.members) {
+        if (slot(pe).sequence != request.sequence && atomic_at(control(pe).host_waits).load() == 0) return false;
+      }
+      return abandoned = true;
+    };
+    if (!wait_for_all(group, what, bound.count() > 0 ? wait_deadline(started + bound) : std::nullopt, give_up)) {
+      if (abandoned) {
+        mark_failed(fmt::format("PE {} left its scope by an exception (its own error, which PE {} reports)", job_.pe,
+                                job_.pe));
+        SYMM_THROW(errc::peer_failed,
+                   "PE {}: {} while an exception propagated: abandoned, because the PEs that did not come are in "
+                   "waits for data (wait_until and the like), not in this collective",
+                   job_.pe, what);
+      }
+      throw_not_arrived(request, group, what, std::chrono::steady_clock::now() - started, slot);
+    }
     if (gathered != nullptr) {
       gathered->clear();
       for (int pe : group.members)
@@ -464,20 +507,87 @@ public:
     compare_requests(request, group, what, [&](std::size_t i) { return slot(group.members[i]); });
   }
 
+  //! Marks the collectives this PE makes until the returned guard ends as releases made while an exception propagates
+  //! (collective_request::unwinding), so that a PE they do not match reports this PE as failed, not a mismatch.
+  [[nodiscard]] auto releasing_while_unwinding() noexcept {
+    struct guard {
+      bool* flag;
+      bool before;
+      ~guard() { *flag = before; }
+    };
+    return guard{&releasing_while_unwinding_, std::exchange(releasing_while_unwinding_, true)};
+  }
+
+  //! SYMM_COLLECTIVE_TIMEOUT_MS when unset: ten minutes, what a debugger session at one breakpoint may take.
+  static constexpr std::chrono::milliseconds default_collective_bound{600'000};
+
 private:
+  //! A PE marked failed (a bound passed, a release failed while unwinding) takes part in no collective any more: the
+  //! others have been told, and its barrier arrivals may be unmatched.
+  void require_not_failed(std::string_view what) const {
+    const pe_control& mine = *controls_[static_cast<std::size_t>(job_.pe)];
+    if (atomic_at(const_cast<std::uint32_t&>(mine.state)).load(std::memory_order_acquire) ==
+        static_cast<std::uint32_t>(pe_state::failed)) {
+      SYMM_THROW(errc::peer_failed, "PE {}: {} after this PE failed: {}", job_.pe, what,
+                 std::string_view(mine.failure, strnlen(mine.failure, sizeof(mine.failure))));
+    }
+  }
+
+  //! The error of an agreement wait that passed its bound: who has not arrived (their slots still hold an earlier
+  //! operation), in what state their processes are, and how to change the bound. Marks this PE failed first, so that
+  //! the late PEs, once they come, get an error rather than a barrier that never completes.
+  template <class SlotOf>
+  [[noreturn]] void throw_not_arrived(const collective_request& request, const collective_group& group,
+                                      std::string_view what, std::chrono::steady_clock::duration waited,
+                                      SlotOf&& slot) {
+    std::string missing;
+    for (int pe : group.members) {
+      if (slot(pe).sequence == request.sequence) continue;
+      const std::uint32_t pid = atomic_at(control(pe).pid).load(std::memory_order_relaxed);
+      const std::string condition = process_condition(pid);
+      const auto& slots = control(pe).requests[group.channel]; // its latest is in either parity's slot
+      const collective_request& latest = slots[0].sequence > slots[1].sequence ? slots[0] : slots[1];
+      missing += fmt::format("\n  PE {} (pid {}{}{}): last arrived at {}", pe, pid, condition.empty() ? "" : ", ",
+                             condition, latest.sequence == 0 ? "none of this team's collectives" : describe(latest));
+    }
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(waited).count();
+    const bool barrier = request.kind == collective_kind::barrier;
+    std::string text = fmt::format(
+        "PE {}: {} ({}) waited {} ms for PEs of {} that did not arrive; they are alive, so this is no mismatch: they "
+        "are slow, paused or waiting elsewhere:{}\n{} bounds this wait (now {} ms; 0: no bound)",
+        job_.pe, what, describe(request), ms, group.name, missing,
+        barrier ? "SYMM_BARRIER_TIMEOUT_MS" : "SYMM_COLLECTIVE_TIMEOUT_MS",
+        (barrier ? barrier_bound_ : collective_bound_).count());
+    mark_failed(fmt::format("PE {} gave up waiting in {} after {} ms", job_.pe, what, ms));
+    SYMM_THROW(errc::timeout, "{}", text);
+  }
+
   //! Throws errc::allocation_mismatch with each member's request when they differ from this PE's. `request_of(i)`:
   //! the request of member i (team order).
   template <class RequestOf>
   void compare_requests(const collective_request& request, const collective_group& group, std::string_view what,
                         RequestOf&& request_of) const {
     bool same = true, heap_only = true;
+    int unwinding_pe = -1; // a PE that released an object while an exception propagated on it
     for (std::size_t i = 0; i < group.members.size(); ++i) {
       const collective_request theirs = request_of(i);
       same = same && theirs.sequence == request.sequence && theirs.kind == request.kind &&
              std::equal(std::begin(theirs.args), std::end(theirs.args), std::begin(request.args));
       heap_only = heap_only && (theirs.kind == collective_kind::allocate || theirs.kind == collective_kind::free);
+      if (theirs.unwinding != 0 && unwinding_pe < 0) unwinding_pe = group.members[i];
     }
     if (same) return;
+    // The job is breaking: what this PE printed must come out before its launcher stops it (a pipe is fully buffered).
+    std::fflush(nullptr);
+    if (unwinding_pe >= 0 && unwinding_pe != job_.pe && request.unwinding == 0) {
+      // Its own error is the cause, and that PE reports it: here it is a failed peer, not a mismatch to blame.
+      SYMM_THROW(errc::peer_failed,
+                 "PE {} waited in {} but PE {} left its scope by an exception (its own error, which PE {} reports) and "
+                 "released a symmetric object on the way, which this PE did not do: {}",
+                 job_.pe, what, unwinding_pe, unwinding_pe,
+                 describe(request_of(static_cast<std::size_t>(
+                     std::find(group.members.begin(), group.members.end(), unwinding_pe) - group.members.begin()))));
+    }
     const bool whole_world = group.channel == 0;
     std::string table;
     for (std::size_t i = 0; i < group.members.size(); ++i) {
@@ -517,6 +627,9 @@ private:
   std::uint64_t collective_sequence_ = 0;
   std::uint64_t team_channels_ = 1; // channel 0: the world's
   std::size_t system_offset_ = 0;
+  std::chrono::milliseconds collective_bound_{0}; // 0: none
+  std::chrono::milliseconds barrier_bound_{0};
+  bool releasing_while_unwinding_ = false; // set by release_collectively around a release made while unwinding
   bool alive_ = true;
   std::unique_ptr<copy_engine> engine_;
 #if SYMM_CUDA_BACKEND()
