@@ -66,7 +66,8 @@ if [[ " $what " == *" sanitizer "* ]]; then
   # another's and two host-driven cases cannot finish (docs/testing.md).
   export SYMM_GPU_TEST_MODES=${SYMM_GPU_TEST_MODES:-processes}
   all_tags=rma,barrier,host,errors,signal,atomics,wait,teams,collectives
-  lanes=${SANITIZE_LANES:-memcheck:$all_tags racecheck:$all_tags}
+  # synccheck: the device barriers' and collectives' __syncthreads/__syncwarp use (a divergent one is a hang or worse).
+  lanes=${SANITIZE_LANES:-memcheck:$all_tags racecheck:$all_tags synccheck:barrier,collectives}
   limit=${SANITIZE_LIMIT_S:-240}
   binary=${SANITIZE_BINARY:-$build/tests/gpu/symm_gpu_tests}
   for lane in $lanes; do

@@ -33,6 +33,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <optional>
@@ -889,6 +890,28 @@ private:
   bool quit_sent_ = false;
 };
 
+// What /proc says a process is doing, in words, for messages about PEs that did not end.
+std::string process_state(pid_t pid) {
+  std::FILE* f = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
+  if (f == nullptr) {
+    return "gone";
+  }
+  char text[512] = {};
+  const std::size_t n = std::fread(text, 1, sizeof text - 1, f);
+  std::fclose(f);
+  const char* paren = std::strrchr(text, ')'); // the command name may hold spaces and parentheses
+  const char state = paren != nullptr && paren + 2 < text + n ? paren[2] : '?';
+  switch (state) {
+    case 'T': return "stopped (SIGSTOP or ^Z), not hung";
+    case 't': return "stopped by a debugger, not hung";
+    case 'R': return "running";
+    case 'S': return "asleep (waiting for something)";
+    case 'D': return "in an uninterruptible wait (paging, I/O)";
+    case 'Z': return "exited, not yet reaped";
+    default: return fmt::format("in state '{}'", state);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Signals
 
@@ -1352,6 +1375,12 @@ private:
       if (!stopping_) {
         say("timeout: the job ran longer than --timeout {} s; terminating its {} running PE{}", opts_.timeout_text,
             running_, running_ == 1 ? "" : "s");
+        // Paused is not hung: say which PEs were stopped (SIGSTOP, ^Z, a debugger) and which were running or waiting.
+        for (std::size_t pe = 0; pe < pes_.size(); ++pe) {
+          if (pes_[pe].running) {
+            say("timeout: PE {} (pid {}) was {}", pe, pes_[pe].pid, process_state(pes_[pe].pid));
+          }
+        }
         timed_out_ = true;
         stop();
       }

@@ -48,8 +48,8 @@ public:
     if (std::uncaught_exceptions() == uncaught_) {
       end_scope();
     } else {
-      detail::release_collectively(*state_, "a symm::barrier_scope", true, detail::on_release_failure::mark_failed,
-                                   end_scope);
+      detail::release_collectively(
+          *state_, "a symm::barrier_scope", true, detail::on_release_failure::mark_failed, end_scope);
     }
   }
 

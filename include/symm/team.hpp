@@ -59,9 +59,9 @@ public:
   ~team() {
     if (!state_ || !state_->member() || state_->is_world()) return;
     // Made while unwinding too (detail/collective_release.hpp has the rule), so that PEs stay in step.
-    detail::release_collectively(state_->world(), state_->name(), std::uncaught_exceptions() > uncaught_,
-                                 detail::on_release_failure::mark_failed,
-                                 [&] { state_->destroy("symm::team's destructor"); });
+    detail::release_collectively(
+        state_->world(), state_->name(), std::uncaught_exceptions() > uncaught_,
+        detail::on_release_failure::mark_failed, [&] { state_->destroy("symm::team's destructor"); });
   }
 
   //! Whether this PE is a member of a live team (false for a PE outside the team of a split, for a default-made,

@@ -349,6 +349,7 @@ TEST_CASE("a PE paused past the collective bound is named, as paused, not as a m
   } catch (const symm::error& e) {
     failure = e.what();
   }
-  CHECK_THAT(failure, symm_test::contains_substring("PE 0 (pid") && symm_test::contains_substring("exited with status"));
+  CHECK_THAT(failure, symm_test::contains_substring("PE 0 (pid") && symm_test::contains_substring("exited with "
+                                                                                                  "status"));
   REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(6));
 }

@@ -418,6 +418,15 @@ class FailureTest(SymmrunTestCase):
         self.assert_all_gone(reports)
         self.assertEqual(self.job_directories(), [])
 
+    def test_timeout_tells_a_paused_pe_from_a_waiting_one(self):
+        done, _ = self.probe(3, "--raise", f"1:{int(signal.SIGSTOP)}", "--sleep", "30", options=("--timeout", "1"))
+        reports = self.reports(3)
+        self.assertEqual(done.returncode, 124, done.stderr)
+        self.assertIn(f"timeout: PE 1 (pid {reports[1]['pid']}) was stopped (SIGSTOP or ^Z), not hung", done.stderr)
+        self.assertIn(f"timeout: PE 0 (pid {reports[0]['pid']}) was asleep", done.stderr)
+        self.assert_all_gone(reports)
+        self.assertEqual(self.job_directories(), [])
+
     def test_job_shorter_than_timeout(self):
         done, _ = self.probe(2, options=("--timeout", "30"))
         self.assertEqual(done.returncode, 0, done.stderr)

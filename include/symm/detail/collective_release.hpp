@@ -50,10 +50,11 @@ void release_collectively(world_state& world, std::string_view what, bool unwind
     }
     std::fflush(nullptr);
     if (!fatal) {
-      world.mark_failed(unwinding ? fmt::format("PE {} left its scope by an exception (its own error, which PE {} "
-                                                "reports); releasing {} on the way failed: {}",
-                                                world.my_pe(), world.my_pe(), what, e.what())
-                                  : fmt::format("PE {} could not release {}: {}", world.my_pe(), what, e.what()));
+      world.mark_failed(
+          unwinding ? fmt::format("PE {} left its scope by an exception (its own error, which PE {} "
+                                  "reports); releasing {} on the way failed: {}",
+                                  world.my_pe(), world.my_pe(), what, e.what())
+                    : fmt::format("PE {} could not release {}: {}", world.my_pe(), what, e.what()));
       return;
     }
     std::abort();

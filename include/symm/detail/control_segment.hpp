@@ -66,8 +66,8 @@ struct pe_control {
   alignas(64) collective_request requests[barrier_channels][2];
   alignas(64) char failure[1024];                         // why this PE failed, for the others' messages
   alignas(64) barrier_channel barriers[barrier_channels]; // used on the page of the barrier's root PE
-  alignas(64) std::uint32_t sleepers; // host threads asleep on a futex in this PE's heap (symm/wait.hpp): writers
-                                      // of 4-byte words wake them only while it is not 0
+  alignas(64) std::uint32_t sleepers;   // host threads asleep on a futex in this PE's heap (symm/wait.hpp): writers
+                                        // of 4-byte words wake them only while it is not 0
   alignas(64) std::uint32_t host_waits; // this PE's host threads in a wait for data (wait_until and the like), not in a
                                         // collective: a PE releasing objects while unwinding does not wait for them
 };
@@ -168,8 +168,9 @@ private:
 //! false when `deadline` passed first (a PE that is alive but slow, paused or elsewhere: the caller words the error),
 //! or when `give_up` (checked between sleeps) says to.
 template <class Done, class GiveUp = bool (*)()>
-bool wait_on(std::uint32_t* word, Done&& done, const liveness& peers, std::string_view what,
-             wait_deadline deadline = std::nullopt, GiveUp&& give_up = [] { return false; }) {
+bool wait_on(
+    std::uint32_t* word, Done&& done, const liveness& peers, std::string_view what,
+    wait_deadline deadline = std::nullopt, GiveUp&& give_up = [] { return false; }) {
   for (int spin = 0; spin < 4096; ++spin) {
     if (done()) return true;
 #if defined(__x86_64__)
@@ -190,8 +191,9 @@ bool wait_on(std::uint32_t* word, Done&& done, const liveness& peers, std::strin
 //! Arrive at `channel` on the root's page and wait for all `count` participants. False when `deadline` passed first;
 //! the arrival then stays counted, so the caller must not use the channel again (it marks its PE failed).
 template <class GiveUp = bool (*)()>
-bool barrier_wait(barrier_channel& channel, std::uint32_t count, const liveness& peers, std::string_view what,
-                  wait_deadline deadline = std::nullopt, GiveUp&& give_up = [] { return false; }) {
+bool barrier_wait(
+    barrier_channel& channel, std::uint32_t count, const liveness& peers, std::string_view what,
+    wait_deadline deadline = std::nullopt, GiveUp&& give_up = [] { return false; }) {
   auto generation = atomic_at(channel.generation);
   std::uint32_t my_generation = generation.load(std::memory_order_acquire);
   if (atomic_at(channel.arrived).fetch_add(1, std::memory_order_acq_rel) + 1 == count) {

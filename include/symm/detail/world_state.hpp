@@ -354,7 +354,9 @@ public:
   //! A barrier user code asked for (barrier_all, sync_all, barrier_scope; a team's with `group`): an agreement step
   //! like any collective, so that a PE in a barrier and a PE in another collective (an allocation, a free, the
   //! finalize) get an error naming both calls, instead of a barrier that pairs with the other's allocation.
-  void barrier(std::string_view what = "barrier_all") { barrier(world_group(), what); }
+  void barrier(std::string_view what = "barrier_all") {
+    barrier(world_group(), what);
+  }
   void barrier(const collective_group& group, std::string_view what) {
     agree(collective_request{0, collective_kind::barrier, {0, 0, 0}, team_channels_}, group, what);
   }
@@ -364,8 +366,9 @@ public:
   //! False when `deadline` passed first, or `give_up()` said so (shared-memory coordination only; the network mesh
   //! has its own liveness).
   template <class GiveUp = bool (*)()>
-  bool wait_for_all(const collective_group& group, std::string_view what, wait_deadline deadline = std::nullopt,
-                    GiveUp&& give_up = [] { return false; }) {
+  bool wait_for_all(
+      const collective_group& group, std::string_view what, wait_deadline deadline = std::nullopt,
+      GiveUp&& give_up = [] { return false; }) {
     require_alive(what);
     if (net_) {
       net_->barrier(group.members, group.channel, what);
@@ -475,7 +478,8 @@ public:
     // Slow is not wrong: a PE that has not arrived is waited for, and compared only once it has. Only past the bound
     // (symm's own collectives: SYMM_COLLECTIVE_TIMEOUT_MS; barriers: SYMM_BARRIER_TIMEOUT_MS, none by default) does
     // the wait end, with an error that names who did not come.
-    const std::chrono::milliseconds bound = request.kind == collective_kind::barrier ? barrier_bound_ : collective_bound_;
+    const std::chrono::milliseconds bound =
+        request.kind == collective_kind::barrier ? barrier_bound_ : collective_bound_;
     const auto started = std::chrono::steady_clock::now();
     // A release made while an exception propagates is not waited for by PEs blocked in a wait for data: if every PE
     // that has not come is in one, this PE's exception most likely ends it, and they would wait for it for ever.
@@ -489,8 +493,8 @@ public:
     };
     if (!wait_for_all(group, what, bound.count() > 0 ? wait_deadline(started + bound) : std::nullopt, give_up)) {
       if (abandoned) {
-        mark_failed(fmt::format("PE {} left its scope by an exception (its own error, which PE {} reports)", job_.pe,
-                                job_.pe));
+        mark_failed(
+            fmt::format("PE {} left its scope by an exception (its own error, which PE {} reports)", job_.pe, job_.pe));
         SYMM_THROW(errc::peer_failed,
                    "PE {}: {} while an exception propagated: abandoned, because the PEs that did not come are in "
                    "waits for data (wait_until and the like), not in this collective",
@@ -525,9 +529,8 @@ private:
   //! A PE marked failed (a bound passed, a release failed while unwinding) takes part in no collective any more: the
   //! others have been told, and its barrier arrivals may be unmatched.
   void require_not_failed(std::string_view what) const {
-    const pe_control& mine = *controls_[static_cast<std::size_t>(job_.pe)];
-    if (atomic_at(const_cast<std::uint32_t&>(mine.state)).load(std::memory_order_acquire) ==
-        static_cast<std::uint32_t>(pe_state::failed)) {
+    pe_control& mine = control(job_.pe);
+    if (atomic_at(mine.state).load(std::memory_order_acquire) == static_cast<std::uint32_t>(pe_state::failed)) {
       SYMM_THROW(errc::peer_failed, "PE {}: {} after this PE failed: {}", job_.pe, what,
                  std::string_view(mine.failure, strnlen(mine.failure, sizeof(mine.failure))));
     }
@@ -537,9 +540,9 @@ private:
   //! operation), in what state their processes are, and how to change the bound. Marks this PE failed first, so that
   //! the late PEs, once they come, get an error rather than a barrier that never completes.
   template <class SlotOf>
-  [[noreturn]] void throw_not_arrived(const collective_request& request, const collective_group& group,
-                                      std::string_view what, std::chrono::steady_clock::duration waited,
-                                      SlotOf&& slot) {
+  [[noreturn]] void
+  throw_not_arrived(const collective_request& request, const collective_group& group, std::string_view what,
+                    std::chrono::steady_clock::duration waited, SlotOf&& slot) {
     std::string missing;
     for (int pe : group.members) {
       if (slot(pe).sequence == request.sequence) continue;
