@@ -4,7 +4,8 @@
 # Stage 1, build/: the default configuration (the CUDA backend when nvcc is found); all suites: host, gpu (each gpu
 #   test exits 77, i.e. skipped, without a GPU), compile, headers, tools, packaging.
 # Stage 2, build-asan/: -Db_sanitize=address,undefined -Dcuda=disabled; the suites that run code on the host (every
-#   suite but compile, headers and packaging, which only compile). On by default; SYMM_SANITIZE=0 skips it.
+#   suite but compile, headers and packaging, which only compile, and soak, the long soak, which stage 1 runs). On by
+#   default; SYMM_SANITIZE=0 skips it.
 # Both stages run even if the first fails; the exit status is non-zero if anything failed.
 # Environment: SYMM_SANITIZE (1 default, 0 off), SYMM_TEST_JOBS (parallel tests, default 2), MESON_TEST_ARGS (extra
 # arguments for both `meson test` runs, e.g. "--suite host").
@@ -50,7 +51,7 @@ if [ "${SYMM_SANITIZE:-1}" != 0 ]; then
   export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_summary=1:detect_leaks=1}"
   export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_summary=1:print_stacktrace=1}"
   if ! meson test -C build-asan --print-errorlogs --num-processes "$jobs" \
-    --no-suite compile --no-suite headers --no-suite packaging "${extra_args[@]}"; then
+    --no-suite compile --no-suite headers --no-suite packaging --no-suite soak "${extra_args[@]}"; then
     failed+=("build-asan/ (host suites, ASan+UBSan)")
   fi
 fi
