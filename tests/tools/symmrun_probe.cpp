@@ -134,9 +134,14 @@ int run_symm(const fs::path& outdir, const std::string& operation, int fault_pe,
   }
   if (operation == "extra_barrier") {
     // PE 0's extra barrier pairs with the others' finalize barrier; PE 0's own finalize then finds them gone.
-    symm::world world({.backend = symm::backend::host, .heap_size = std::size_t{1} << 20});
-    if (world.my_pe() == 0) {
-      world.barrier();
+    try {
+      symm::world world({.backend = symm::backend::host, .heap_size = std::size_t{1} << 20});
+      if (world.my_pe() == 0) {
+        world.barrier();
+      }
+    } catch (const symm::error& e) {
+      std::fprintf(stderr, "symmrun_probe: %s\n", e.what());
+      return 3;
     }
     return 0;
   }

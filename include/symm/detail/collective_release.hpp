@@ -2,7 +2,8 @@
 // a team's destruction), including while an exception propagates.
 //
 // The rule (docs/api.md, "Exceptions and symmetric objects"): the release is made in either case, in destruction
-// order, as on a normal scope exit. A PE that throws, catches and goes on therefore stays in step with PEs that did
+// order, as on a normal scope exit (with shared-memory coordination, i.e. on one node; over the network mesh it is
+// skipped while unwinding, see below). A PE that throws, catches and goes on therefore stays in step with PEs that did
 // not throw, as long as those reach the same release next; where they do something else, the agreement check names
 // both calls. A release that fails while unwinding cannot throw: it prints why (flushed), marks this PE failed, so
 // that no other PE waits for it, and lets the original exception go on, which the PE then sees first.
@@ -29,6 +30,10 @@ template <class Release>
 void release_collectively(world_state& world, std::string_view what, bool unwinding, on_release_failure otherwise,
                           Release&& release) noexcept {
   if (!world.alive()) return;
+  // Over the network mesh (a world across nodes) a PE cannot see whether the PEs that have not come wait for data, so
+  // a release while unwinding could wait for ever: it is skipped there (the block leaks; the world marks this PE
+  // failed if the exception ends it, and PEs that all unwind alike skip the same releases).
+  if (unwinding && world.network_coordination()) return;
   try {
     if (unwinding) {
       auto marked = world.releasing_while_unwinding();
