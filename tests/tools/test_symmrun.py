@@ -737,13 +737,10 @@ LAUNCHER_VARIABLES = ("SYMM_PE", "SYMM_N_PES", "SYMM_LOCAL_PE", "SYMM_LOCAL_N_PE
                       "TORCHELASTIC_RESTART_COUNT")
 
 
-class JobIdentityTest(SymmrunTestCase):
-    """Jobs started without symmrun, by other launchers' variables: no two jobs may ever form one world.
-
-    Each PE runs the probe's job_mark operation: it writes its job's mark into its slot on every PE and checks that
-    every slot holds its own job's mark ("mixed worlds" otherwise). Jobs meet in /tmp/symm-<uid>/job-<digest>, which
-    PE 0 removes after the rendezvous: none may be left. torchrun is not here: its PEs meet over TCP at MASTER_PORT + 1
-    (one job holds a port at a time), which the host backend refuses; its identity is tested in the host suite."""
+class LauncherJobTestCase(SymmrunTestCase):
+    """Jobs started without symmrun, by other launchers' variables. They meet in /tmp/symm-<uid>/job-<digest>, which
+    PE 0 removes after the rendezvous: none may be left. The classes that start such jobs run in one Meson test, one
+    after the other, so that the check sees only their own."""
 
     def setUp(self):
         super().setUp()
@@ -790,6 +787,14 @@ class JobIdentityTest(SymmrunTestCase):
     @staticmethod
     def slurm(rank, size, ids):
         return {"SLURM_PROCID": str(rank), "SLURM_NTASKS": str(size), **ids}
+
+
+
+class JobIdentityTest(LauncherJobTestCase):
+    """No two jobs may ever form one world. Each PE runs the probe's job_mark operation: it writes its job's mark into
+    its slot on every PE and checks that every slot holds its own job's mark ("mixed worlds" otherwise). torchrun is
+    not here: its PEs meet over TCP at MASTER_PORT + 1 (one job holds a port at a time), which the host backend
+    refuses; its identity is tested in the host suite."""
 
     def run_two_jobs(self, launcher, ids_a, ids_b, size=2):
         """Starts the PEs of jobs a and b at once, interleaved; returns [(status, stderr)] for a's PEs, then b's."""
@@ -869,7 +874,7 @@ class JobIdentityTest(SymmrunTestCase):
             self.assertIn("refused", err)
 
 
-class LeftoversTest(JobIdentityTest):
+class LeftoversTest(LauncherJobTestCase):
     """Failing jobs of every kind, with symmrun and without it: nothing of a job may remain (its directory under
     XDG_RUNTIME_DIR or /tmp/symm-<uid>, a socket, a shared-memory object in /dev/shm)."""
 
