@@ -10,6 +10,7 @@
 // handler ever interrupts a system call. All PEs share one process group (led by PE 0) so that a
 // single killpg() also reaches the processes they start.
 
+#include <symm/detail/process_state.hpp>
 #include <symm/version.hpp>
 
 #include <fmt/format.h>
@@ -892,16 +893,8 @@ private:
 
 // What /proc says a process is doing, in words, for messages about PEs that did not end.
 std::string process_state(pid_t pid) {
-  std::FILE* f = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
-  if (f == nullptr) {
-    return "gone";
-  }
-  char text[512] = {};
-  const std::size_t n = std::fread(text, 1, sizeof text - 1, f);
-  std::fclose(f);
-  const char* paren = std::strrchr(text, ')'); // the command name may hold spaces and parentheses
-  const char state = paren != nullptr && paren + 2 < text + n ? paren[2] : '?';
-  switch (state) {
+  switch (const char state = symm::detail::process_state_code(pid)) {
+    case '\0': return "gone";
     case 'T': return "stopped (SIGSTOP or ^Z), not hung";
     case 't': return "stopped by a debugger, not hung";
     case 'R': return "running";

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <symm/detail/check.hpp>
+#include <symm/detail/process_state.hpp>
 
 #include <linux/futex.h>
 #include <signal.h>
@@ -210,15 +211,7 @@ bool barrier_wait(
 //! How a PE that has not arrived looks from its node: "stopped (SIGSTOP, or a debugger)" when the kernel says so,
 //! else "running" or "asleep" (a PE in another wait, or in a long computation); empty when unknown.
 inline std::string process_condition(std::uint32_t pid) {
-  if (pid == 0) return {};
-  std::FILE* f = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
-  if (f == nullptr) return {};
-  char text[512] = {};
-  const std::size_t n = std::fread(text, 1, sizeof(text) - 1, f);
-  std::fclose(f);
-  const char* paren = std::strrchr(text, ')'); // the command name may hold spaces and parentheses
-  if (paren == nullptr || paren + 2 >= text + n) return {};
-  switch (paren[2]) {
+  switch (process_state_code(pid)) {
     case 'T': return "stopped (SIGSTOP or ^Z)";
     case 't': return "stopped by a debugger";
     case 'R': return "running";

@@ -92,24 +92,28 @@ inline std::size_t heap_size_from_env(std::size_t fallback) {
   return value * scale;
 }
 
-//! SYMM_BOOTSTRAP_TIMEOUT_MS, default 60 s; at most 10^12 ms (about 31 years), so that no deadline computed from it
-//! can overflow the clock.
-inline std::chrono::milliseconds bootstrap_timeout_from_env() {
-  constexpr std::int64_t most = 1'000'000'000'000;
-  const std::int64_t ms = env_integer<std::int64_t>("SYMM_BOOTSTRAP_TIMEOUT_MS").value_or(60000);
-  if (ms > most) {
-    SYMM_THROW(errc::environment, "SYMM_BOOTSTRAP_TIMEOUT_MS={} is too large: at most {} ms", ms, most);
-  }
-  return std::chrono::milliseconds(ms);
-}
-
-//! A wait bound in milliseconds from `name` (0: none), `fallback` when unset; at most 10^12 ms like the bootstrap's.
-inline std::chrono::milliseconds wait_bound_from_env(const char* name, std::chrono::milliseconds fallback) {
+//! A time in milliseconds from `name`, `fallback` when unset; at most 10^12 ms (about 31 years), so that no deadline
+//! computed from it can overflow the clock. `zero_means` is added to the error ("0: no bound").
+inline std::chrono::milliseconds
+env_milliseconds(const char* name, std::chrono::milliseconds fallback, std::string_view zero_means = {}) {
   constexpr std::int64_t most = 1'000'000'000'000;
   const std::optional<std::int64_t> ms = env_integer<std::int64_t>(name);
   if (!ms) return fallback;
-  if (*ms > most) SYMM_THROW(errc::environment, "{}={} is too large: at most {} ms (0: no bound)", name, *ms, most);
+  if (*ms > most) {
+    SYMM_THROW(errc::environment, "{}={} is too large: at most {} ms{}", name, *ms, most,
+               zero_means.empty() ? std::string{} : fmt::format(" ({})", zero_means));
+  }
   return std::chrono::milliseconds(*ms);
+}
+
+//! SYMM_BOOTSTRAP_TIMEOUT_MS, default 60 s.
+inline std::chrono::milliseconds bootstrap_timeout_from_env() {
+  return env_milliseconds("SYMM_BOOTSTRAP_TIMEOUT_MS", std::chrono::milliseconds(60000));
+}
+
+//! A wait bound in milliseconds from `name` (0: none), `fallback` when unset.
+inline std::chrono::milliseconds wait_bound_from_env(const char* name, std::chrono::milliseconds fallback) {
+  return env_milliseconds(name, fallback, "0: no bound");
 }
 
 //! 64-bit FNV-1a of `text` from `basis`: names and digests of job identities (not a defence against an adversary,
