@@ -60,30 +60,52 @@ if [[ " $what " == *" sanitizer "* ]]; then
   # compute-sanitizer slows kernels 10-100x: the suite runs tag by tag, each under its own limit (SANITIZE_LIMIT_S), in
   # lanes that run side by side (SANITIZE_LANES: lanes separated by spaces, each TOOL:TAG,TAG,...). The suite's device
   # waits trap after 5 s, which a sanitized kernel can exceed: SANITIZE_BINARY names a build of the suite with a longer
-  # SYMM_DEVICE_WAIT_TIMEOUT_NS (ninja tests/gpu/symm_gpu_tests_sanitize: 120 s). The fault-injection cases ([failure]:
-  # a PE that dies) are left out: the sanitizer reports the killed PE's kernels, not a fault of symm's. PEs run as
-  # processes unless SYMM_GPU_TEST_MODES says otherwise: as threads, memcheck holds one PE's kernel back behind
-  # another's and two host-driven cases cannot finish (docs/testing.md).
+  # SYMM_DEVICE_WAIT_TIMEOUT_NS (ninja tests/gpu/symm_gpu_tests_sanitize: 120 s). Each tag runs without the
+  # fault-injection cases ([failure]: a PE killed on purpose); the tag `failure` runs those alone, so that the default
+  # lanes put every case under memcheck once (there the killed PE's own kernels may be reported). PEs run as processes
+  # unless SYMM_GPU_TEST_MODES says otherwise: as threads, memcheck holds one PE's kernel back behind another's and two
+  # host-driven cases cannot finish (docs/testing.md).
   export SYMM_GPU_TEST_MODES=${SYMM_GPU_TEST_MODES:-processes}
-  all_tags=rma,barrier,host,errors,signal,atomics,wait,teams,collectives
-  # synccheck: the device barriers' and collectives' __syncthreads/__syncwarp use (a divergent one is a hang or worse).
-  lanes=${SANITIZE_LANES:-memcheck:$all_tags racecheck:$all_tags synccheck:barrier,collectives}
+  # Every tag of the suite under memcheck, in four lanes that fit one 10-minute call on the H200; racecheck on the host
+  # and device atomics, waits and signals; synccheck on the device barriers' and collectives' __syncthreads/__syncwarp
+  # (a divergent one is a hang or worse).
+  lanes=${SANITIZE_LANES:-memcheck:rma,host,errors memcheck:barrier,signal,teams memcheck:atomics,wait \
+memcheck:collectives,failure racecheck:atomics,wait,signal synccheck:barrier,collectives}
   limit=${SANITIZE_LIMIT_S:-240}
   binary=${SANITIZE_BINARY:-$build/tests/gpu/symm_gpu_tests}
+  # Tags with cases of 8 PEs run at most two at a time, whatever their lanes: three sanitized jobs of 8 PEs at once
+  # exhausted the H200 (cudaErrorDevicesUnavailable).
+  eight_pe_tags=" rma atomics teams "
+  take_eight_pe_slot() {
+    while :; do
+      for slot in 1 2; do
+        exec {slot_fd}>"$out/.eight-pe-slot-$slot"
+        flock -n "$slot_fd" && return 0
+        exec {slot_fd}>&-
+      done
+      sleep 1
+    done
+  }
   for lane in $lanes; do
     tool=${lane%%:*}
     tags=${lane#*:}
     (
       for tag in ${tags//,/ }; do
+        filter="[$tag]~[failure]"
+        [ "$tag" = failure ] && filter="[failure]"
+        heavy=0
+        [[ "$eight_pe_tags" == *" $tag "* ]] && heavy=1 && take_eight_pe_slot
         run "${tool}_$tag" "$limit" compute-sanitizer --tool "$tool" --target-processes all --report-api-errors no \
-          "$binary" "[$tag]~[failure]" >/dev/null
+          "$binary" "$filter" >/dev/null
         echo "${tool}_$tag rc=$? $(grep -hE "ERROR SUMMARY|RACECHECK SUMMARY" "$out/${tool}_$tag.log" | sort | uniq -c |
           tr -s ' ' | paste -sd ';') $(grep -hE "^test cases|^All tests" "$out/${tool}_$tag.log" | tail -1)" \
           >>"$out/sanitizer-summary.txt"
+        [ "$heavy" = 1 ] && exec {slot_fd}>&- # the slot's lock goes with its descriptor
       done
     ) &
   done
   wait
+  rm -f "$out"/.eight-pe-slot-*
   note "sanitizer summary (rc 0: the tag's cases passed under the tool; 124: the limit ended it)"
   sed 's/^/    /' "$out/sanitizer-summary.txt"
 fi

@@ -29,6 +29,10 @@ enum class launch_mode {
 struct launch_options {
   launch_mode mode = launch_mode::processes;
   world_options world{}; //!< used when fn takes a symm::world&
+  //! The whole job's bound (0: none), as `symmrun --timeout`: past it, launch stops the PEs still running and throws
+  //! errc::timeout naming each with its process state (stopped, running, asleep). Processes mode only: a thread
+  //! cannot be stopped from outside.
+  std::chrono::milliseconds timeout{0};
 };
 
 namespace detail {
@@ -78,6 +82,14 @@ void run_pe(Fn& fn, const launch_options& options) {
   if (auto failed = std::exchange(launched_finalize_failure, std::nullopt)) throw *failed;
 }
 
+//! How a PE still running at launch's timeout looks: a stopped process (SIGSTOP, ^Z, a debugger) is paused, not hung.
+inline std::string describe_running_pe(int pe, pid_t pid) {
+  const char state = process_state_code(pid);
+  std::string condition = process_condition(static_cast<std::uint32_t>(pid));
+  if (state == 'T' || state == 't') condition += ", not hung";
+  return fmt::format("\n  PE {} (pid {}): {}", pe, pid, condition.empty() ? "in an unknown state" : condition);
+}
+
 inline std::string describe_status(int status) {
   if (WIFEXITED(status) && WEXITSTATUS(status) == exit_peer_failed) {
     return "stopped because another PE failed (exit status 3)";
@@ -105,6 +117,16 @@ void launch(int n_pes, Fn&& fn, const launch_options& options = {}) {
                "symm::launch: {} PEs as threads on the nvshmem backend: NVSHMEM has one PE per process; use "
                "launch_mode::processes (or the cuda backend for PEs as threads)",
                n_pes);
+  }
+  if (options.timeout.count() < 0) {
+    SYMM_THROW(errc::invalid_argument, "symm::launch: timeout = {} ms is negative (0: no timeout)",
+               options.timeout.count());
+  }
+  if (options.mode == launch_mode::threads && options.timeout.count() > 0) {
+    SYMM_THROW(errc::unsupported,
+               "symm::launch: a timeout ({} ms) needs launch_mode::processes: PEs that are threads cannot be stopped "
+               "from outside (bound their waits with SYMM_COLLECTIVE_TIMEOUT_MS and SYMM_BARRIER_TIMEOUT_MS instead)",
+               options.timeout.count());
   }
   detail::launch_job job(n_pes);
   if (options.mode == launch_mode::threads) {
@@ -176,16 +198,40 @@ void launch(int n_pes, Fn&& fn, const launch_options& options = {}) {
   std::size_t remaining = children.size();
   auto stop_deadline = std::chrono::steady_clock::time_point::max();
   bool stopping = false;
+  const auto stop_all = [&] {
+    stopping = true;
+    for (pid_t c : children) {
+      if (c <= 0) continue;
+      ::kill(c, SIGTERM);
+      ::kill(c, SIGCONT); // a stopped PE gets its SIGTERM only once it runs
+    }
+    stop_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  };
+  const bool timed = options.timeout.count() > 0;
+  bool timed_out = false;
+  const auto timeout_at = std::chrono::steady_clock::now() + options.timeout;
   while (remaining > 0) {
     int status = 0;
-    pid_t pid = ::waitpid(-1, &status, stopping ? WNOHANG : 0);
+    pid_t pid = ::waitpid(-1, &status, stopping || timed ? WNOHANG : 0);
     if (pid < 0 && errno == EINTR) continue;
     if (pid < 0 && errno == ECHILD) break;
     if (pid == 0) {
-      if (std::chrono::steady_clock::now() > stop_deadline) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now > stop_deadline) {
         for (pid_t c : children)
           if (c > 0) ::kill(c, SIGKILL);
         stop_deadline = std::chrono::steady_clock::time_point::max();
+      }
+      if (timed && !stopping && now >= timeout_at) {
+        // Paused is not hung: each PE's state, read before the stop changes it, is the report.
+        std::string running;
+        for (std::size_t pe = 0; pe < children.size(); ++pe)
+          if (children[pe] > 0) running += detail::describe_running_pe(static_cast<int>(pe), children[pe]);
+        failure = fmt::format("symm::launch: the job ran longer than its timeout of {} ms; stopped the {} PE{} still "
+                              "running:{}",
+                              options.timeout.count(), remaining, remaining == 1 ? "" : "s", running);
+        timed_out = true;
+        stop_all();
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
       continue;
@@ -197,18 +243,14 @@ void launch(int n_pes, Fn&& fn, const launch_options& options = {}) {
     *it = -1;
     --remaining;
     bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (ok) continue;
+    if (ok || timed_out) continue; // after a timeout, the PEs' ends are launch's doing
     bool root_cause = !(WIFEXITED(status) && WEXITSTATUS(status) == detail::exit_peer_failed);
     std::string& slot = root_cause ? failure : consequence;
     if (slot.empty()) slot = fmt::format("symm::launch: PE {} (pid {}) {}", pe, pid, detail::describe_status(status));
     // PEs that failed because of a peer saw the peer's failure themselves; the root cause stops the rest.
-    if (root_cause && !stopping) {
-      stopping = true;
-      for (pid_t c : children)
-        if (c > 0) ::kill(c, SIGTERM);
-      stop_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-    }
+    if (root_cause && !stopping) stop_all();
   }
+  if (timed_out) throw error(errc::timeout, failure);
   if (!failure.empty()) throw error(errc::peer_failed, failure);
   if (!consequence.empty()) throw error(errc::peer_failed, consequence);
 }

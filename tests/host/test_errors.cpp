@@ -7,6 +7,7 @@
 #include <chrono>
 #include <csignal>
 #include <functional>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -244,10 +245,6 @@ TEST_CASE("heap sizes and timeouts from the environment that do not fit are name
 
 TEST_CASE("a PE that throws and catches inside a scope of symmetric objects stays in step with the others",
           "[errors][unwinding]") {
-  if (const char* mode = std::getenv("SYMM_COORDINATION"); mode != nullptr && std::string_view(mode) == "network") {
-    SUCCEED("not run: over the network mesh releases are skipped while unwinding (detail/collective_release.hpp)");
-    return;
-  }
   for (int n : {2, 4}) {
     CAPTURE(n);
     REQUIRE_NOTHROW(on_pes(n, [](symm::world& world) {
@@ -314,11 +311,86 @@ TEST_CASE("a PE paused for 3 s in allocations and barriers is waited for: slow i
   REQUIRE(std::chrono::steady_clock::now() - start > std::chrono::seconds(4)); // the pauses did happen
 }
 
-TEST_CASE("a PE paused past the collective bound is named, as paused, not as a mismatch", "[errors][slow]") {
-  if (const char* mode = std::getenv("SYMM_COORDINATION"); mode != nullptr && std::string_view(mode) == "network") {
-    SUCCEED("not run: the bound applies to coordination through shared memory; the network mesh checks connections");
-    return;
+TEST_CASE("a PE that waits for data while the others allocate is named past the bound, with where it waits",
+          "[errors]["
+          "slow]") {
+  symm_test::scoped_env bound({{"SYMM_COLLECTIVE_TIMEOUT_MS", "1000"}});
+  const char* coordination = std::getenv("SYMM_COORDINATION");
+  const bool network = coordination != nullptr && std::string_view(coordination) == "network";
+  // The late PE is a member (PE 2) or the world's root (PE 0), whose silence the members must report by themselves.
+  for (int waiting : {2, 0}) {
+    CAPTURE(waiting);
+    auto start = std::chrono::steady_clock::now();
+    std::string failure;
+    try {
+      symm::launch(
+          3,
+          [&](symm::world& world) {
+            const int me = world.my_pe();
+            symm::scalar<int> flag(world);
+            flag.local() = 0;
+            world.barrier();
+            if (me == waiting) { // never set: the wait ends when a PE that timed out fails
+              symm::wait_until(flag, symm::cmp::eq, 1);
+              return;
+            }
+            try {
+              symm::array<int> more(world, 64);
+            } catch (const symm::error& e) {
+              const std::string text = e.what();
+              PE_REQUIRE(e.code() == symm::errc::timeout);
+              PE_REQUIRE(text.find(fmt::format("PE {} (pid ", waiting)) != std::string::npos);
+              PE_REQUIRE(text.find("in a host wait for data") != std::string::npos);
+              PE_REQUIRE(text.find("allocate bytes 256") != std::string::npos);
+              PE_REQUIRE(text.find("this is no mismatch") != std::string::npos);
+              if (network && waiting == 2 && me == 1) { // the root's report reached the member that came
+                PE_REQUIRE(text.find("(as PE 0, the team's root, found)") != std::string::npos);
+              }
+              if (network && waiting == 0) PE_REQUIRE(text.find("it has not answered") != std::string::npos);
+              throw;
+            }
+          },
+          {.mode = symm::launch_mode::processes, .world = {.backend = symm::backend::host, .heap_size = 1 << 20}});
+    } catch (const symm::error& e) {
+      failure = e.what();
+    }
+    CHECK_THAT(failure, symm_test::contains_substring("exited with status 1"));
+    // The bound, plus the members' grace over the network when the root is the one that does not come.
+    REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(8));
   }
+}
+
+TEST_CASE("symm::launch's timeout stops the job and tells a paused PE from a waiting one", "[errors][slow]") {
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<symm::error> failure;
+  try {
+    symm::launch(2,
+                 [](symm::world& world) {
+                   if (world.my_pe() == 1) ::raise(SIGSTOP); // as ^Z or a debugger; nobody resumes it
+                   world.barrier();
+                 },
+                 {.mode = symm::launch_mode::processes,
+                  .world = {.backend = symm::backend::host, .heap_size = 1 << 20},
+                  .timeout = std::chrono::milliseconds(1000)});
+  } catch (const symm::error& e) {
+    failure = e;
+  }
+  const auto took = std::chrono::steady_clock::now() - start;
+  REQUIRE(failure.has_value());
+  CHECK(failure->code() == symm::errc::timeout);
+  CHECK_THAT(failure->what(),
+             symm_test::contains_substring("longer than its timeout of 1000 ms") &&
+                 symm_test::contains_substring("PE 1 (pid ") &&
+                 symm_test::contains_substring("stopped (SIGSTOP or ^Z), not hung") &&
+                 symm_test::contains_substring("PE 0 (pid "));
+  REQUIRE(took >= std::chrono::milliseconds(1000));
+  REQUIRE(took < std::chrono::seconds(4)); // the stopped PE ended too (SIGTERM reaches it with SIGCONT)
+  REQUIRE_THROWS_WITH(symm::launch(2, [](symm::world&) {},
+                                   {.mode = symm::launch_mode::threads, .timeout = std::chrono::milliseconds(10)}),
+                      symm_test::contains_substring("needs launch_mode::processes"));
+}
+
+TEST_CASE("a PE paused past the collective bound is named, as paused, not as a mismatch", "[errors][slow]") {
   symm_test::scoped_env bound({{"SYMM_COLLECTIVE_TIMEOUT_MS", "1000"}});
   auto start = std::chrono::steady_clock::now();
   std::string failure;

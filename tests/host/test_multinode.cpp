@@ -65,7 +65,7 @@ TEST_CASE("a TCP rendezvous joins the PEs, exchanges bytes and refuses to pass d
     const std::vector<int> everyone{0, 1, 2, 3};
     mesh.barrier(everyone, 0, "a barrier over TCP");
     symm::detail::collective_request mine{1, symm::detail::collective_kind::free, {me + 40, 0, 0}, 0};
-    auto table = mesh.exchange(everyone, 0, mine, "an agreement over TCP");
+    auto table = mesh.exchange(everyone, 0, mine, "an agreement over TCP").table;
     PE_REQUIRE_EQ(table[3].args[0], 43);
     PE_REQUIRE_ERROR(
         (void) boot.allgather_fd(0), symm::errc::unsupported,
@@ -157,13 +157,13 @@ TEST_CASE("the mesh of network coordination: barriers, agreement tables and a fa
       mesh.barrier(world, 0, "a test barrier");
       symm::detail::collective_request mine{
           std::uint64_t(round), symm::detail::collective_kind::allocate, {me * 10, round, 0}, 0};
-      auto table = mesh.exchange(world, 0, mine, "a test agreement");
+      auto table = mesh.exchange(world, 0, mine, "a test agreement").table;
       PE_REQUIRE_EQ(table.size(), std::size_t{4});
       for (int p = 0; p < 4; ++p)
         PE_REQUIRE_EQ(table[static_cast<std::size_t>(p)].args[0], p * 10);
       // A team of the odd PEs on channel 5, rooted at PE 1, while the even PEs run ahead into the next round.
       if (me % 2 == 1) {
-        auto team = mesh.exchange(odd, 5, mine, "a team agreement");
+        auto team = mesh.exchange(odd, 5, mine, "a team agreement").table;
         PE_REQUIRE_EQ(team[1].args[0], 30);
         mesh.barrier(odd, 5, "a team barrier");
       }

@@ -1,4 +1,4 @@
-// Soak: 10^6 mixed operations on 4 PEs (host backend, processes), every one's effect checked, nothing lost.
+// Soak: mixed operations on 4 PEs (host backend, processes and threads), every one's effect checked, nothing lost.
 //
 // Each PE runs epochs of random operations (put, p, put_nbi, get, g, get_nbi, atomics on words it owns and on shared
 // counters, put_signal / put_signal_nbi messages, fence, quiet), then a checkpoint (quiet, barriers, an allreduce and
@@ -19,7 +19,8 @@
 // test requires the two totals to agree (every operation verified, nothing lost) and prints them.
 //
 // Both runs (processes, then threads) take about 1 s each on 2 cores, 2-4 s under ASan + UBSan, so the count stays 10^6
-// everywhere; SYMM_SOAK_OPS overrides it (a longer soak, or a shorter one on a very slow machine).
+// everywhere; SYMM_SOAK_OPS overrides it (a longer soak, or a shorter one on a very slow machine). SYMM_SOAK_SECONDS
+// makes it a soak of time instead: epochs go on until PE 0 has run that long (the suite `soak`: 60 s per launch mode).
 #include <symm/symm.hpp>
 
 #include <sys/mman.h>
@@ -61,6 +62,12 @@ std::uint64_t soak_ops() {
   return default_ops;
 }
 
+//! SYMM_SOAK_SECONDS, or 0: a soak of a count of operations.
+double soak_seconds() {
+  const char* text = std::getenv("SYMM_SOAK_SECONDS");
+  return text != nullptr && *text != '\0' ? std::stod(text) : 0.0;
+}
+
 //! What each PE reports to the test, in memory shared by the forked PEs and the test process.
 struct tally {
   std::uint64_t issued[soak_pes];
@@ -98,7 +105,7 @@ public:
         owned_(world, n_ * owned_words), counters_(world, counter_words), counters32_(world, counter_words),
         added_(world, 2 * n_ * counter_words), totals_(world, 2 * n_ * counter_words), mail_(world, n_ * mailbox_words),
         mail_signals_(world, n_), acks_(world, n_), ring_(world, 64), ring_signal_(world), ring_flag_(world),
-        rng_(symm_test::seed() ^ mix(static_cast<std::uint64_t>(me_) + 1)) {
+        go_on_(world), rng_(symm_test::seed() ^ mix(static_cast<std::uint64_t>(me_) + 1)) {
     std::fill(data_.local().begin(), data_.local().end(), 0);
     std::fill(owned_.local().begin(), owned_.local().end(), 0);
     std::fill(counters_.local().begin(), counters_.local().end(), 0);
@@ -115,11 +122,13 @@ public:
     world.barrier();
   }
 
-  void run(tally& out) {
-    const std::uint64_t epochs = (ops_ + ops_per_epoch - 1) / ops_per_epoch;
+  //! `seconds` > 0: epochs of ops_per_epoch go on until PE 0 has run that long (it decides; every PE follows).
+  void run(tally& out, double seconds) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::uint64_t epochs = seconds > 0 ? ~std::uint64_t{0} : (ops_ + ops_per_epoch - 1) / ops_per_epoch;
     for (epoch_ = 1; epoch_ <= epochs; ++epoch_) {
       const std::uint64_t first = (epoch_ - 1) * ops_per_epoch;
-      const std::uint64_t count = std::min(ops_per_epoch, ops_ - first);
+      const std::uint64_t count = seconds > 0 ? ops_per_epoch : std::min(ops_per_epoch, ops_ - first);
       // Until `count` operations were issued (a message to a PE that has not consumed the last one is skipped).
       const std::uint64_t target = issued_ + count;
       for (std::uint64_t i = 0; issued_ < target; ++i) {
@@ -127,10 +136,14 @@ public:
         if ((i & 3) == 0) receive_messages();
       }
       checkpoint();
+      if (seconds > 0 &&
+          !another_epoch(std::chrono::steady_clock::now() - start < std::chrono::duration<double>(seconds))) {
+        break;
+      }
     }
     out.issued[me_] = issued_;
     out.verified[me_] = verified_;
-    out.epochs[me_] = epochs;
+    out.epochs[me_] = std::min(epoch_, epochs);
   }
 
 private:
@@ -455,6 +468,16 @@ private:
     }
   }
 
+  //! PE 0's decision, `more`, as every PE sees it (a put to each PE, then a barrier).
+  bool another_epoch(bool more) {
+    if (me_ == 0) {
+      for (int t = 0; t < n_; ++t)
+        symm::remote(go_on_, t) = more ? 1u : 0u;
+    }
+    world_.barrier();
+    return go_on_.local() != 0;
+  }
+
   void checkpoint() {
     // 1. Everything this PE issued is complete; the barrier makes everyone's complete.
     do_quiet();
@@ -540,6 +563,7 @@ private:
   symm::array<std::uint64_t> ring_;
   symm::signal ring_signal_;
   symm::scalar<std::uint32_t> ring_flag_;
+  symm::scalar<std::uint32_t> go_on_; // PE 0's word: another epoch (1) or the end (0)
   std::mt19937_64 rng_;
 
   std::vector<std::vector<std::uint64_t>> model_;       // [target][slot]: what this PE wrote to its slots there
@@ -563,11 +587,13 @@ private:
 
 } // namespace
 
-TEST_CASE("soak: 10^6 mixed operations on 4 PEs, every effect verified, nothing lost", "[soak]") {
-  const std::uint64_t total = soak_ops();
+TEST_CASE("soak: mixed operations on 4 PEs (10^6, or SYMM_SOAK_SECONDS of them), every effect verified, nothing lost",
+          "[soak]") {
+  const double seconds = soak_seconds();
+  const std::uint64_t total = seconds > 0 ? 0 : soak_ops();
   const std::uint64_t per_pe = (total + soak_pes - 1) / soak_pes;
   const symm::world_options host{.backend = symm::backend::host, .heap_size = std::size_t{8} << 20};
-  CAPTURE(symm_test::seed(), total);
+  CAPTURE(symm_test::seed(), total, seconds);
   // As processes (the way symmrun runs PEs), then as threads of this process.
   for (auto mode : {symm::launch_mode::processes, symm::launch_mode::threads}) {
     const char* mode_name = mode == symm::launch_mode::processes ? "processes" : "threads";
@@ -577,21 +603,24 @@ TEST_CASE("soak: 10^6 mixed operations on 4 PEs, every effect verified, nothing 
     REQUIRE(shared != MAP_FAILED);
     auto* result = new (shared) tally{};
     const auto start = std::chrono::steady_clock::now();
-    REQUIRE_NOTHROW(symm::launch(
-        soak_pes, [&](symm::world& world) { soak_pe(world, per_pe).run(*result); }, {.mode = mode, .world = host}));
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    REQUIRE_NOTHROW(symm::launch(soak_pes, [&](symm::world& world) { soak_pe(world, per_pe).run(*result, seconds); },
+                                 {.mode = mode, .world = host}));
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::uint64_t issued = 0, verified = 0;
     for (int pe = 0; pe < soak_pes; ++pe) {
       CAPTURE(pe);
-      REQUIRE(result->epochs[pe] == (per_pe + ops_per_epoch - 1) / ops_per_epoch);
+      REQUIRE(result->epochs[pe] == (seconds > 0 ? result->epochs[0] : (per_pe + ops_per_epoch - 1) / ops_per_epoch));
       issued += result->issued[pe];
       verified += result->verified[pe];
     }
+    const std::uint64_t epochs = result->epochs[0];
     ::munmap(shared, sizeof(tally));
-    std::printf("soak: %d PEs as %s: %llu operations issued, %llu verified, in %.1f s\n", soak_pes, mode_name,
-                static_cast<unsigned long long>(issued), static_cast<unsigned long long>(verified), seconds);
+    std::printf("soak: %d PEs as %s: %llu operations issued, %llu verified, in %llu epochs, %.1f s\n", soak_pes,
+                mode_name, static_cast<unsigned long long>(issued), static_cast<unsigned long long>(verified),
+                static_cast<unsigned long long>(epochs), took);
     std::fflush(stdout);
-    REQUIRE(issued >= total);    // the random operations, plus each checkpoint's own
-    REQUIRE(verified == issued); // every effect checked: nothing lost
+    if (seconds > 0) REQUIRE(took >= seconds); // it ran for the time asked
+    REQUIRE(issued >= total);                  // the random operations, plus each checkpoint's own
+    REQUIRE(verified == issued);               // every effect checked: nothing lost
   }
 }

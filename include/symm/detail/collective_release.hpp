@@ -2,11 +2,12 @@
 // a team's destruction), including while an exception propagates.
 //
 // The rule (docs/api.md, "Exceptions and symmetric objects"): the release is made in either case, in destruction
-// order, as on a normal scope exit (with shared-memory coordination, i.e. on one node; over the network mesh it is
-// skipped while unwinding, see below). A PE that throws, catches and goes on therefore stays in step with PEs that did
-// not throw, as long as those reach the same release next; where they do something else, the agreement check names
-// both calls. A release that fails while unwinding cannot throw: it prints why (flushed), marks this PE failed, so
-// that no other PE waits for it, and lets the original exception go on, which the PE then sees first.
+// order, as on a normal scope exit, over shared memory and over the network mesh alike. A PE that throws, catches and
+// goes on therefore stays in step with PEs that did not throw, as long as those reach the same release next; where
+// they do something else, the agreement check names both calls, and where every PE that has not come waits for data
+// (wait_until and the like: it would wait for ever) the release is abandoned (world_state::agree). A release that fails
+// while unwinding cannot throw: it prints why (flushed), marks this PE failed, so that no other PE waits for it, and
+// lets the original exception go on, which the PE then sees first.
 #pragma once
 
 #include <symm/detail/world_state.hpp>
@@ -30,10 +31,6 @@ template <class Release>
 void release_collectively(world_state& world, std::string_view what, bool unwinding, on_release_failure otherwise,
                           Release&& release) noexcept {
   if (!world.alive()) return;
-  // Over the network mesh (a world across nodes) a PE cannot see whether the PEs that have not come wait for data, so
-  // a release while unwinding could wait for ever: it is skipped there (the block leaks; the world marks this PE
-  // failed if the exception ends it, and PEs that all unwind alike skip the same releases).
-  if (unwinding && world.network_coordination()) return;
   try {
     if (unwinding) {
       auto marked = world.releasing_while_unwinding();

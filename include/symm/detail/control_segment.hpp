@@ -96,6 +96,8 @@ class peer_monitor {
 public:
   //! Reads what the peers sent without blocking; throws errc::peer_failed as liveness::check does.
   virtual void check(std::string_view what) = 0;
+  //! A host wait for data of this PE ended (host_wait_mark): the peers may have been told it waits.
+  virtual void host_wait_ended() noexcept = 0;
 
 protected:
   ~peer_monitor() = default;
@@ -150,18 +152,23 @@ private:
 //! A bound on a wait: none (wait while the peers live), or a time after which the wait gives up.
 using wait_deadline = std::optional<std::chrono::steady_clock::time_point>;
 
-//! Counts the calling thread as in a host wait for data (pe_control::host_waits) for its lifetime.
+//! Counts the calling thread as in a host wait for data (pe_control::host_waits) for its lifetime; over the network
+//! the peers learn of it from `network` (lazily, at its liveness checks) and of its end at once.
 class host_wait_mark {
 public:
-  explicit host_wait_mark(pe_control& mine) noexcept : count_(&mine.host_waits) {
+  host_wait_mark(pe_control& mine, peer_monitor* network) noexcept : count_(&mine.host_waits), network_(network) {
     atomic_at(*count_).fetch_add(1, std::memory_order_release);
   }
   host_wait_mark(const host_wait_mark&) = delete;
   host_wait_mark& operator=(const host_wait_mark&) = delete;
-  ~host_wait_mark() { atomic_at(*count_).fetch_sub(1, std::memory_order_release); }
+  ~host_wait_mark() {
+    atomic_at(*count_).fetch_sub(1, std::memory_order_release);
+    if (network_ != nullptr) network_->host_wait_ended();
+  }
 
 private:
   std::uint32_t* count_;
+  peer_monitor* network_;
 };
 
 //! Waits until `done()` holds; spins briefly, then sleeps on the futex at `word` (woken by whoever changes it), and

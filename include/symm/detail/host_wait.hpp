@@ -110,7 +110,7 @@ std::remove_cv_t<T> host_wait(const world_state& world, int owner, T* word, Done
     __builtin_ia32_pause();
 #endif
   }
-  host_wait_mark waiting(world.control(world.my_pe()));
+  const host_wait_mark waiting = world.mark_host_wait();
   auto next_check = std::chrono::steady_clock::now() + liveness_period;
   std::chrono::microseconds sleep{50};
   for (unsigned round = 0;; ++round) {
@@ -152,7 +152,7 @@ void host_poll(const world_state& world, Done&& done, std::string_view what) {
     __builtin_ia32_pause();
 #endif
   }
-  host_wait_mark waiting(world.control(world.my_pe()));
+  const host_wait_mark waiting = world.mark_host_wait();
   auto next_check = std::chrono::steady_clock::now() + liveness_period;
   for (unsigned round = 0;; ++round) {
     std::this_thread::yield();

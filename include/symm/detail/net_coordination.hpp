@@ -13,6 +13,12 @@
 // Liveness: a PE that leaves by an exception first sends "failed: why" to every peer; a PE that finalizes sends
 // "finalized"; a connection that closes without either means the PE exited or crashed (keep-alive probes notice a
 // node that vanished). Every wait polls the sockets, so none hangs for a PE that is gone.
+//
+// Bounds, as on one node: an agreement may carry a deadline. The root, when it passes, sends the members that came a
+// "timed out" naming those that did not (with their last arrival on the channel and whether they said they are in a
+// wait for data); a member whose root says nothing waits a grace longer, then names the root. A PE in a host wait for
+// data for longer than a liveness period says so ("host wait" on, then off), so that a release made while an
+// exception propagates is abandoned, not waited for, when every PE that has not come is in such a wait.
 #pragma once
 
 #include <symm/detail/bootstrap/bootstrap.hpp>
@@ -37,7 +43,7 @@
 SYMM_BEGIN_NAMESPACE
 namespace detail {
 
-enum class net_kind : std::uint16_t { hello = 1, arrive, release, failed, finalized };
+enum class net_kind : std::uint16_t { hello = 1, arrive, release, failed, finalized, host_wait, timed_out, abandon };
 
 struct net_header {
   std::uint32_t magic = 0x4e4d5953; // "SYMN"
@@ -54,6 +60,27 @@ struct net_hello {
   std::int32_t pe = -1;
   std::int32_t n_pes = 0;
   std::byte secret[mesh_secret_bytes]{};
+};
+
+//! A member that the root of an agreement waited for in vain, as a timeout reports it.
+struct net_late_member {
+  std::int32_t pe = -1;
+  std::int32_t in_host_wait = 0;   //!< 1: it said it is in a host wait for data
+  std::int32_t arrived_before = 0; //!< 1: `last` is its latest arrival on the channel, 0: it has not come on it yet
+  std::int32_t unused = 0;
+  collective_request last{};
+};
+
+//! How an agreement over the network ended.
+struct net_meeting {
+  enum class outcome {
+    met,       //!< every member came: `table` holds the requests, in member order (empty for plain barriers)
+    late,      //!< the deadline passed: `late` names who did not come, as `reported_by` (this PE or the root) saw it
+    abandoned, //!< a release made while unwinding that the PEs not come would never join (they wait for data)
+  } end = outcome::met;
+  std::vector<collective_request> table;
+  std::vector<net_late_member> late;
+  int reported_by = -1;
 };
 
 class net_coordination final : public peer_monitor {
@@ -116,14 +143,29 @@ public:
   //! Barrier of `members` (world PE numbers; members[0] is the root) on `channel`.
   void barrier(std::span<const int> members, int channel, std::string_view what) {
     std::lock_guard lock(mutex_);
-    (void) meet(members, channel, nullptr, what);
+    (void) meet(members, channel, nullptr, what, std::nullopt);
   }
 
-  //! Barrier of `members` that also hands every member the requests of all, in member order.
-  std::vector<collective_request>
-  exchange(std::span<const int> members, int channel, const collective_request& mine, std::string_view what) {
+  //! Barrier of `members` that also hands every member the requests of all, in member order. Past `deadline` (the
+  //! root's; a member adds member_grace) it ends as late; a release made while unwinding (mine.unwinding) may end
+  //! as abandoned.
+  net_meeting exchange(std::span<const int> members, int channel, const collective_request& mine, std::string_view what,
+                       std::optional<deadline_clock::time_point> deadline = std::nullopt) {
     std::lock_guard lock(mutex_);
-    return meet(members, channel, &mine, what);
+    return meet(members, channel, &mine, what, deadline);
+  }
+
+  //! How much longer than its root a member waits: the root's report of who did not come arrives first.
+  static constexpr std::chrono::milliseconds member_grace{2000};
+
+  //! The counter of this PE's host threads in a wait for data (pe_control::host_waits), announced to the peers.
+  void watch_host_waits(const std::uint32_t* host_waits) noexcept { host_waits_ = host_waits; }
+
+  //! A host wait ended: says so at once if it had said it waits (a stale "in a wait" could abandon a release that
+  //! this PE is about to join). Another thread in a barrier announces it instead when the mesh is busy.
+  void host_wait_ended() noexcept override {
+    std::unique_lock lock(mutex_, std::try_to_lock);
+    if (lock.owns_lock()) announce_host_wait();
   }
 
   //! Tells every peer why this PE fails, so that their waits end with the reason. Best effort, bounded time.
@@ -138,6 +180,7 @@ public:
     std::unique_lock lock(mutex_, std::try_to_lock);
     if (!lock.owns_lock()) return;
     pump(0);
+    announce_host_wait();
     throw_if_broken(what, [](int) { return true; });
   }
 
@@ -158,6 +201,8 @@ private:
     peer_status status = peer_status::running;
     std::string why;           // a failed peer's reason
     std::uint64_t noticed = 0; // when this PE learnt the status (events_ then), to blame the earliest
+    bool in_host_wait = false; // it said it is in a host wait for data
+    std::vector<collective_request> last_arrival; // per channel, at this PE as a root: its latest arrival
   };
 
   //! A full mesh needs a descriptor per peer: raise the soft limit towards the hard one when the job is large.
@@ -204,40 +249,41 @@ private:
     }
   }
 
-  //! The gather at members[0] and the release; returns the table of requests when some member sent one.
-  std::vector<collective_request>
-  meet(std::span<const int> members, int channel, const collective_request* mine, std::string_view what) {
+  //! The gather at members[0] and the release; the table of requests when some member sent one.
+  net_meeting meet(std::span<const int> members, int channel, const collective_request* mine, std::string_view what,
+                   std::optional<deadline_clock::time_point> deadline) {
     const std::size_t n = members.size();
-    std::vector<collective_request> table;
+    net_meeting result;
     if (n == 1) {
-      if (mine != nullptr) table.push_back(*mine);
-      return table;
+      if (mine != nullptr) result.table.push_back(*mine);
+      return result;
     }
     const int root = members[0];
-    if (root != me_) {
-      send(root, net_kind::arrive, channel,
-           mine != nullptr ? std::as_bytes(std::span(mine, 1)) : std::span<const std::byte>{}, what);
-      std::optional<inbound> release;
-      wait_for([&] { return (release = take(root, net_kind::release, channel)).has_value(); },
-               [&](int p) { return p == root; }, what);
-      if (!release->payload.empty()) {
-        table.resize(n);
-        if (release->payload.size() != n * sizeof(collective_request)) {
-          SYMM_THROW(errc::bootstrap, "PE {}: {}: PE {} released {} members with a table of {} bytes", me_, what, root,
-                     n, release->payload.size());
-        }
-        std::memcpy(table.data(), release->payload.data(), release->payload.size());
-      }
-      return table;
-    }
+    if (root != me_) return meet_as_member(root, n, channel, mine, what, deadline);
     // A member that sent no request (a plain barrier against others' agreement) shows as "nothing" in the table.
+    std::vector<collective_request>& table = result.table;
     table.assign(n, collective_request{0, collective_kind::none, {0, 0, 0}, 0});
     bool any_request = mine != nullptr;
     if (mine != nullptr) table[0] = *mine;
     std::vector<bool> arrived(n, false);
     arrived[0] = true;
     std::size_t missing = n - 1;
-    wait_for(
+    bool told_unwinding = false; // the unwinding members that came were told to abandon
+    const auto not_arrived = [&](int p) {
+      auto it = std::find(members.begin() + 1, members.end(), p);
+      return it != members.end() && !arrived[static_cast<std::size_t>(it - members.begin())];
+    };
+    // A release made while unwinding is not waited for when every member that has not come waits for data: the
+    // exception most likely ends that wait (the shared-memory rule of world_state::agree).
+    const auto abandon = [&] {
+      bool unwinding = false;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (arrived[i] && table[i].unwinding != 0) unwinding = true;
+        if (!arrived[i] && !peers_[static_cast<std::size_t>(members[i])].in_host_wait) return false;
+      }
+      return unwinding;
+    };
+    const bool met = wait_for(
         [&] {
           for (std::size_t i = 1; i < n; ++i) {
             if (arrived[i]) continue;
@@ -248,20 +294,119 @@ private:
             if (arrival->payload.size() == sizeof(collective_request)) {
               std::memcpy(&table[i], arrival->payload.data(), sizeof(collective_request));
               any_request = true;
+              remember_arrival(members[i], channel, table[i]);
             }
           }
-          return missing == 0;
+          if (missing == 0 || told_unwinding || !abandon()) return missing == 0;
+          if (mine != nullptr && mine->unwinding != 0) {
+            result.end = net_meeting::outcome::abandoned;
+            return true;
+          }
+          for (std::size_t i = 1; i < n; ++i) // they end their wait and fail: this PE then sees that
+            if (arrived[i] && table[i].unwinding != 0) send(members[i], net_kind::abandon, channel, {}, what);
+          told_unwinding = true;
+          return false;
         },
-        [&](int p) {
-          auto it = std::find(members.begin() + 1, members.end(), p);
-          return it != members.end() && !arrived[static_cast<std::size_t>(it - members.begin())];
-        },
-        what);
+        not_arrived, what, deadline);
+    if (result.end == net_meeting::outcome::abandoned) return result;
+    if (!met) {
+      result.end = net_meeting::outcome::late;
+      result.reported_by = me_;
+      for (std::size_t i = 1; i < n; ++i)
+        if (!arrived[i]) result.late.push_back(late_member(members[i], channel));
+      // The members that came hear who did not, so that they report the same instead of a silent root.
+      for (std::size_t i = 1; i < n; ++i)
+        if (arrived[i]) send(members[i], net_kind::timed_out, channel, std::as_bytes(std::span(result.late)), what);
+      return result;
+    }
     auto payload = any_request ? std::as_bytes(std::span(table)) : std::span<const std::byte>{};
     for (std::size_t i = 1; i < n; ++i)
       send(members[i], net_kind::release, channel, payload, what);
     if (!any_request) table.clear();
-    return table;
+    return result;
+  }
+
+  //! A member's side of meet: its arrival at the root, then the root's answer (release, timed out or abandon).
+  net_meeting meet_as_member(int root, std::size_t n, int channel, const collective_request* mine,
+                             std::string_view what, std::optional<deadline_clock::time_point> deadline) {
+    net_meeting result;
+    send(root, net_kind::arrive, channel,
+         mine != nullptr ? std::as_bytes(std::span(mine, 1)) : std::span<const std::byte>{}, what);
+    std::optional<inbound> answer;
+    bool root_waits_for_data = false; // and this is a release made while unwinding: abandoned (see meet)
+    const bool answered = wait_for(
+        [&] {
+          for (net_kind kind : {net_kind::release, net_kind::timed_out, net_kind::abandon})
+            if ((answer = take(root, kind, channel))) return true;
+          root_waits_for_data =
+              mine != nullptr && mine->unwinding != 0 && peers_[static_cast<std::size_t>(root)].in_host_wait;
+          return root_waits_for_data;
+        },
+        [&](int p) { return p == root; }, what, deadline ? std::optional(*deadline + member_grace) : std::nullopt);
+    if (root_waits_for_data) {
+      result.end = net_meeting::outcome::abandoned;
+      return result;
+    }
+    if (!answered) { // the root said nothing: it is the one that did not come, or is too slow to say
+      result.end = net_meeting::outcome::late;
+      result.reported_by = me_;
+      result.late.push_back(late_member(root, channel));
+      return result;
+    }
+    if (answer->kind == net_kind::abandon) {
+      result.end = net_meeting::outcome::abandoned;
+      return result;
+    }
+    if (answer->kind == net_kind::timed_out) {
+      result.end = net_meeting::outcome::late;
+      result.reported_by = root;
+      result.late.resize(answer->payload.size() / sizeof(net_late_member));
+      std::memcpy(result.late.data(), answer->payload.data(), result.late.size() * sizeof(net_late_member));
+      return result;
+    }
+    if (!answer->payload.empty()) {
+      if (answer->payload.size() != n * sizeof(collective_request)) {
+        SYMM_THROW(errc::bootstrap, "PE {}: {}: PE {} released {} members with a table of {} bytes", me_, what, root, n,
+                   answer->payload.size());
+      }
+      result.table.resize(n);
+      std::memcpy(result.table.data(), answer->payload.data(), answer->payload.size());
+    }
+    return result;
+  }
+
+  void remember_arrival(int pe, int channel, const collective_request& request) {
+    auto& last = peers_[static_cast<std::size_t>(pe)].last_arrival;
+    if (last.empty()) last.resize(barrier_channels);
+    last[static_cast<std::size_t>(channel)] = request;
+  }
+
+  [[nodiscard]] net_late_member late_member(int pe, int channel) const {
+    const peer& other = peers_[static_cast<std::size_t>(pe)];
+    net_late_member late{.pe = pe, .in_host_wait = other.in_host_wait ? 1 : 0};
+    if (!other.last_arrival.empty() && other.last_arrival[static_cast<std::size_t>(channel)].sequence != 0) {
+      late.arrived_before = 1;
+      late.last = other.last_arrival[static_cast<std::size_t>(channel)];
+    }
+    return late;
+  }
+
+  //! Tells the peers when this PE's host threads enter or leave waits for data (pe_control::host_waits > 0). Lazy: a
+  //! wait shorter than a liveness period says nothing. Best effort: a peer that is gone is noticed elsewhere.
+  void announce_host_wait() noexcept {
+    if (host_waits_ == nullptr) return;
+    const bool waiting = std::atomic_ref(*const_cast<std::uint32_t*>(host_waits_)).load(std::memory_order_acquire) != 0;
+    if (waiting == announced_host_wait_) return;
+    announced_host_wait_ = waiting;
+    const std::byte state{static_cast<unsigned char>(waiting ? 1 : 0)};
+    for (int p = 0; p < n_pes_; ++p) {
+      if (p == me_ || peers_[static_cast<std::size_t>(p)].status != peer_status::running) continue;
+      try {
+        send(p, net_kind::host_wait, 0, std::span(&state, 1), "announcing a host wait");
+      } catch (...) {
+        // It is gone or failed: the wait that matters reports that.
+      }
+    }
   }
 
   //! Removes and returns the first queued message of `kind` on `channel` from `from`.
@@ -277,25 +422,29 @@ private:
     return std::nullopt;
   }
 
-  //! Waits until `ready()` holds, reading every peer's socket meanwhile. A peer the wait needs (`needed(pe)`: it still
-  //! expects a message from it) that failed, vanished or finalized ends the wait at once. Another peer that failed or
-  //! vanished ends it after a short grace: it may have passed this barrier just before failing, and the release this
-  //! PE waits for may still be on its way (on one node, a release reaches every waiter at once; here it does not).
+  //! Waits until `ready()` holds, reading every peer's socket meanwhile; false when `deadline` passed first. A peer
+  //! the wait needs (`needed(pe)`: it still expects a message from it) that failed, vanished or finalized ends the
+  //! wait at once. Another peer that failed or vanished ends it after a short grace: it may have passed this barrier
+  //! just before failing, and the release this PE waits for may still be on its way (on one node, a release reaches
+  //! every waiter at once; here it does not).
   template <class Ready, class Needed>
-  void wait_for(Ready&& ready, Needed&& needed, std::string_view what) {
+  bool wait_for(Ready&& ready, Needed&& needed, std::string_view what,
+                std::optional<deadline_clock::time_point> deadline = std::nullopt) {
     std::optional<deadline_clock::time_point> grace_end;
     for (;;) {
       pump(0);
-      if (ready()) return;
+      announce_host_wait(); // another thread's host wait began or ended meanwhile
+      if (ready()) return true;
       bool needed_one = false;
+      const auto now = deadline_clock::now();
       if (int p = culprit(needed, needed_one); p >= 0) {
-        const auto now = deadline_clock::now();
         if (needed_one || (grace_end && now > *grace_end)) throw_broken(what, p);
         if (!grace_end) grace_end = now + std::chrono::milliseconds(200);
       }
+      if (deadline && now >= *deadline) return false;
       // Every event that matters (a message, a closed connection) wakes poll; the bound only re-checks the state.
       pump(grace_end ? 10 : 100);
-      if (ready()) return;
+      if (ready()) return true;
     }
   }
 
@@ -399,6 +548,7 @@ private:
         case net_kind::finalized:
           if (other.status == peer_status::running) set_status(other, peer_status::finalized);
           break;
+        case net_kind::host_wait: other.in_host_wait = h.length == 1 && body[0] != std::byte{0}; break;
         default: other.queue.push_back(inbound{h.kind, h.channel, std::vector<std::byte>(body, body + h.length)});
       }
       used += sizeof(h) + h.length;
@@ -473,7 +623,9 @@ private:
   std::vector<peer> peers_;
   std::byte secret_[mesh_secret_bytes]{};
   std::uint64_t events_ = 0;
-  std::timed_mutex mutex_; // one thread of this PE reads and writes the sockets at a time
+  const std::uint32_t* host_waits_ = nullptr; // this PE's pe_control::host_waits
+  bool announced_host_wait_ = false;          // what the peers were last told of it
+  std::timed_mutex mutex_;                    // one thread of this PE reads and writes the sockets at a time
 };
 
 } // namespace detail

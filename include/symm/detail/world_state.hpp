@@ -167,6 +167,7 @@ public:
     std::iota(all_pes_.begin(), all_pes_.end(), 0);
     if (layout.mode == coordination::network) {
       net_ = std::make_unique<net_coordination>(*boot_, std::move(layout), timeout);
+      net_->watch_host_waits(&controls_[static_cast<std::size_t>(job_.pe)]->host_waits);
       live_ = liveness(controls_, job_.pe, net_.get());
     } else {
       live_ = liveness(controls_, job_.pe);
@@ -306,6 +307,10 @@ public:
   }
   [[nodiscard]] pe_control& control(int pe) const noexcept {
     return *controls_[static_cast<std::size_t>(pe)];
+  }
+  //! Counts the calling thread as in a host wait for data until the mark ends (see agree's give-up rule).
+  [[nodiscard]] host_wait_mark mark_host_wait() const noexcept {
+    return host_wait_mark(control(job_.pe), net_.get());
   }
   [[nodiscard]] const heap_allocator& allocator() const noexcept {
     return *allocator_;
@@ -465,22 +470,27 @@ public:
     if (!net_) live_.check(what); // after a failure a barrier could pair with a dead PE's last arrival
     request.sequence = ++*group.sequence;
     request.unwinding = releasing_while_unwinding_ ? 1 : 0;
-    if (net_) {
-      std::vector<collective_request> table = net_->exchange(group.members, group.channel, request, what);
-      if (gathered != nullptr) *gathered = table;
-      if (check && SYMM_CHECK_LEVEL(1)) compare_requests(request, group, what, [&](std::size_t i) { return table[i]; });
-      return;
-    }
-    auto slot = [&](int pe) -> collective_request& {
-      return control(pe).requests[group.channel][request.sequence & 1];
-    };
-    slot(job_.pe) = request;
     // Slow is not wrong: a PE that has not arrived is waited for, and compared only once it has. Only past the bound
     // (symm's own collectives: SYMM_COLLECTIVE_TIMEOUT_MS; barriers: SYMM_BARRIER_TIMEOUT_MS, none by default) does
     // the wait end, with an error that names who did not come.
     const std::chrono::milliseconds bound =
         request.kind == collective_kind::barrier ? barrier_bound_ : collective_bound_;
     const auto started = std::chrono::steady_clock::now();
+    if (net_) {
+      net_meeting met = net_->exchange(group.members, group.channel, request, what,
+                                       bound.count() > 0 ? wait_deadline(started + bound) : std::nullopt);
+      if (met.end == net_meeting::outcome::abandoned) abandon_unwinding_release(what);
+      if (met.end == net_meeting::outcome::late) throw_not_arrived_network(request, group, what, started, met);
+      if (gathered != nullptr) *gathered = met.table;
+      if (check && SYMM_CHECK_LEVEL(1)) {
+        compare_requests(request, group, what, [&](std::size_t i) { return met.table[i]; });
+      }
+      return;
+    }
+    auto slot = [&](int pe) -> collective_request& {
+      return control(pe).requests[group.channel][request.sequence & 1];
+    };
+    slot(job_.pe) = request;
     // A release made while an exception propagates is not waited for by PEs blocked in a wait for data: if every PE
     // that has not come is in one, this PE's exception most likely ends it, and they would wait for it for ever.
     bool abandoned = false;
@@ -492,14 +502,7 @@ public:
       return abandoned = true;
     };
     if (!wait_for_all(group, what, bound.count() > 0 ? wait_deadline(started + bound) : std::nullopt, give_up)) {
-      if (abandoned) {
-        mark_failed(
-            fmt::format("PE {} left its scope by an exception (its own error, which PE {} reports)", job_.pe, job_.pe));
-        SYMM_THROW(errc::peer_failed,
-                   "PE {}: {} while an exception propagated: abandoned, because the PEs that did not come are in "
-                   "waits for data (wait_until and the like), not in this collective",
-                   job_.pe, what);
-      }
+      if (abandoned) abandon_unwinding_release(what);
       throw_not_arrived(request, group, what, std::chrono::steady_clock::now() - started, slot);
     }
     if (gathered != nullptr) {
@@ -536,6 +539,16 @@ private:
     }
   }
 
+  //! A release made while unwinding that the PEs not come would never join: this PE fails (the others learn why).
+  [[noreturn]] void abandon_unwinding_release(std::string_view what) {
+    mark_failed(
+        fmt::format("PE {} left its scope by an exception (its own error, which PE {} reports)", job_.pe, job_.pe));
+    SYMM_THROW(errc::peer_failed,
+               "PE {}: {} while an exception propagated: abandoned, because the PEs that did not come are in "
+               "waits for data (wait_until and the like), not in this collective",
+               job_.pe, what);
+  }
+
   //! The error of an agreement wait that passed its bound: who has not arrived (their slots still hold an earlier
   //! operation), in what state their processes are, and how to change the bound. Marks this PE failed first, so that
   //! the late PEs, once they come, get an error rather than a barrier that never completes.
@@ -550,15 +563,52 @@ private:
       const std::string condition = process_condition(pid);
       const auto& slots = control(pe).requests[group.channel]; // its latest is in either parity's slot
       const collective_request& latest = slots[0].sequence > slots[1].sequence ? slots[0] : slots[1];
-      missing += fmt::format("\n  PE {} (pid {}{}{}): last arrived at {}", pe, pid, condition.empty() ? "" : ", ",
-                             condition, latest.sequence == 0 ? "none of this team's collectives" : describe(latest));
+      const bool waits_for_data = atomic_at(control(pe).host_waits).load(std::memory_order_relaxed) != 0;
+      missing += fmt::format("\n  PE {} (pid {}{}{}{}): last arrived at {}", pe, pid, condition.empty() ? "" : ", ",
+                             condition, waits_for_data ? ", in a host wait for data" : "",
+                             latest.sequence == 0 ? "none of this team's collectives" : describe(latest));
     }
+    throw_timeout(request, group, what, waited, "", missing);
+  }
+
+  //! throw_not_arrived over the network: who did not come as the root saw it (or, when the root itself did not
+  //! answer, the root), with process states where the PE is on this node.
+  [[noreturn]] void throw_not_arrived_network(
+      const collective_request& request, const collective_group& group, std::string_view what,
+      std::chrono::steady_clock::time_point started, const net_meeting& met) {
+    const job_layout& layout = net_->layout();
+    std::string missing;
+    for (const net_late_member& late : met.late) {
+      const auto index = static_cast<std::size_t>(late.pe);
+      const std::string condition =
+          layout.nodes[index] == layout.nodes[static_cast<std::size_t>(job_.pe)]
+              ? process_condition(layout.pids[index])
+              : std::string{};
+      std::string seen = late.arrived_before != 0 ? "last arrived at " + describe(late.last)
+                                                  : std::string("none of this team's collectives");
+      if (met.reported_by == job_.pe && late.pe == group.members[0]) {
+        seen = "the team's root: it has not answered this PE's arrival";
+      }
+      missing += fmt::format(
+          "\n  PE {} (pid {}, node {}{}{}{}): {}", late.pe, layout.pids[index], layout.nodes[index],
+          condition.empty() ? "" : ", ", condition, late.in_host_wait != 0 ? ", in a host wait for data" : "", seen);
+    }
+    throw_timeout(request, group, what, std::chrono::steady_clock::now() - started,
+                  met.reported_by != job_.pe ? fmt::format(" (as PE {}, the team's root, found)", met.reported_by) : "",
+                  missing);
+  }
+
+  //! The timeout error itself; marks this PE failed first, so that the late PEs, once they come, get an error rather
+  //! than a barrier that never completes.
+  [[noreturn]] void
+  throw_timeout(const collective_request& request, const collective_group& group, std::string_view what,
+                std::chrono::steady_clock::duration waited, std::string_view source, std::string_view missing) {
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(waited).count();
     const bool barrier = request.kind == collective_kind::barrier;
     std::string text = fmt::format(
-        "PE {}: {} ({}) waited {} ms for PEs of {} that did not arrive; they are alive, so this is no mismatch: they "
+        "PE {}: {} ({}) waited {} ms for PEs of {} that did not arrive{}; they are alive, so this is no mismatch: they "
         "are slow, paused or waiting elsewhere:{}\n{} bounds this wait (now {} ms; 0: no bound)",
-        job_.pe, what, describe(request), ms, group.name, missing,
+        job_.pe, what, describe(request), ms, group.name, source, missing,
         barrier ? "SYMM_BARRIER_TIMEOUT_MS" : "SYMM_COLLECTIVE_TIMEOUT_MS",
         (barrier ? barrier_bound_ : collective_bound_).count());
     mark_failed(fmt::format("PE {} gave up waiting in {} after {} ms", job_.pe, what, ms));

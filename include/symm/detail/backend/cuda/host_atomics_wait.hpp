@@ -90,7 +90,7 @@ private:
 template <class Round>
 void poll_gpu(const world_state& world, std::chrono::microseconds longest, std::string_view what, Round&& round) {
   gpu_backoff backoff(longest);
-  host_wait_mark waiting(world.control(world.my_pe()));
+  const host_wait_mark waiting = world.mark_host_wait();
   auto next_check = std::chrono::steady_clock::now() + liveness_period;
   while (!round()) {
     const auto now = std::chrono::steady_clock::now();
