@@ -138,15 +138,15 @@ struct options {
   double target_ms = 2.0;                // calibrated length of one timed launch, bandwidth points
   double lat_target_ms = 5.0;            // same for latency points (longer: launch skew of two-sided points)
   long long max_iters = 1 << 20;
-  long long min_iters = 10; // a calibration that gives fewer is raised to this (one iteration times a launch)
-  int timeout_s = 150;      // watchdog: a process still running after this exits with 124
-  int pes = 2;              // PEs forked (2..max_pes); above 2 the pair points and the collective points run
-  int round = 1;            // the round column (run_all.sh interleaves the implementations round by round)
-  int sweep_factor = 2;     // sizes grow by this factor (a power of two)
-  std::size_t cold_span = 256 * MiB;          // L2-cold scopes rotate over slots spanning this much (>= 4 x L2)
+  long long min_iters = 10;          // a calibration that gives fewer is raised to this (one iteration times a launch)
+  int timeout_s = 150;               // watchdog: a process still running after this exits with 124
+  int pes = 2;                       // PEs forked (2..max_pes); above 2 the pair points and the collective points run
+  int round = 1;                     // the round column (run_all.sh interleaves the implementations round by round)
+  int sweep_factor = 2;              // sizes grow by this factor (a power of two)
+  std::size_t cold_span = 256 * MiB; // L2-cold scopes rotate over slots spanning this much (>= 4 x L2)
   std::size_t coll_max_bytes = 256 * MiB;     // sweep end for the host-issued collectives
   std::size_t coll_block_max_bytes = 4 * MiB; // sweep end for the device-side (one block per PE) collectives
-  std::string filter;  // comma-separated substrings of "benchmark/scope"; empty: all
+  std::string filter;                         // comma-separated substrings of "benchmark/scope"; empty: all
 
   // Whether the point "benchmark/scope" is selected by the filter.
   bool wants(std::string_view benchmark, std::string_view scope) const {
@@ -220,14 +220,22 @@ inline options parse_options(int argc, char** argv) {
     else die(64, "unknown option --%.*s (see --help)", int(key.size()), key.data());
   };
   const std::pair<const char*, const char*> env[] = {
-      {"BENCH_MAX_BYTES", "max-bytes"}, {"BENCH_SMALL_MAX_BYTES", "small-max-bytes"},
-      {"BENCH_MIN_BYTES", "min-bytes"}, {"BENCH_REPS", "reps"},
-      {"BENCH_TARGET_MS", "target-ms"}, {"BENCH_LAT_TARGET_MS", "lat-target-ms"},
-      {"BENCH_MAX_ITERS", "max-iters"}, {"BENCH_TIMEOUT_S", "timeout"},
-      {"BENCH_FILTER", "filter"},       {"BENCH_PES", "pes"},
-      {"BENCH_MIN_ITERS", "min-iters"}, {"BENCH_ROUND", "round"},
-      {"BENCH_SWEEP_FACTOR", "sweep-factor"}, {"BENCH_COLD_SPAN", "cold-span"},
-      {"BENCH_COLL_MAX_BYTES", "coll-max-bytes"}, {"BENCH_COLL_BLOCK_MAX_BYTES", "coll-block-max-bytes"}};
+      {"BENCH_MAX_BYTES", "max-bytes"},
+      {"BENCH_SMALL_MAX_BYTES", "small-max-bytes"},
+      {"BENCH_MIN_BYTES", "min-bytes"},
+      {"BENCH_REPS", "reps"},
+      {"BENCH_TARGET_MS", "target-ms"},
+      {"BENCH_LAT_TARGET_MS", "lat-target-ms"},
+      {"BENCH_MAX_ITERS", "max-iters"},
+      {"BENCH_TIMEOUT_S", "timeout"},
+      {"BENCH_FILTER", "filter"},
+      {"BENCH_PES", "pes"},
+      {"BENCH_MIN_ITERS", "min-iters"},
+      {"BENCH_ROUND", "round"},
+      {"BENCH_SWEEP_FACTOR", "sweep-factor"},
+      {"BENCH_COLD_SPAN", "cold-span"},
+      {"BENCH_COLL_MAX_BYTES", "coll-max-bytes"},
+      {"BENCH_COLL_BLOCK_MAX_BYTES", "coll-block-max-bytes"}};
   for (auto [var, key] : env)
     if (const char* v = std::getenv(var); v && *v) apply(key, v);
   for (int i = 1; i < argc; ++i) {
@@ -586,7 +594,7 @@ struct context {
   int pe = -1;
   int device = 0;
   int device_count = 0;
-  int sm_count = 0; // of PE 0's device (broadcast, so all PEs build the same launch configurations)
+  int sm_count = 0;         // of PE 0's device (broadcast, so all PEs build the same launch configurations)
   std::size_t l2_bytes = 0; // of PE 0's device (cudaDevAttrL2CacheSize)
   std::string device_name;
   cudaStream_t stream = nullptr;
@@ -791,8 +799,8 @@ measurement measure(Launch&& launch, cudaStream_t s, const options& opt, double 
       long long next = 0, chosen = 0;
       if (ms < target_ms / 8 && n < opt.max_iters) next = std::min(n * 8, opt.max_iters);
       else
-        chosen = std::clamp<long long>(std::llround(double(n) * target_ms / ms), std::min(opt.min_iters, opt.max_iters),
-                                       opt.max_iters);
+        chosen = std::clamp<long long>(
+            std::llround(double(n) * target_ms / ms), std::min(opt.min_iters, opt.max_iters), opt.max_iters);
       if (both) {
         next = both->broadcast(next);
         chosen = both->broadcast(chosen);
@@ -888,8 +896,10 @@ inline void check_steps(context& c) {
   unsigned long long flag = 0;
   BENCH_CUDA(cudaMemcpy(&flag, c.steps.counter + 1, sizeof flag, cudaMemcpyDeviceToHost));
   if (flag)
-    die(1, "a grid-wide step waited 10 s for blocks that never arrived: the grid was larger than the resident blocks "
-           "[during: %s]", g_step);
+    die(1,
+        "a grid-wide step waited 10 s for blocks that never arrived: the grid was larger than the resident blocks "
+        "[during: %s]",
+        g_step);
 }
 
 // A point where the issuing PEs operate and their partners wait (put_bw, get_bw, p_lat, ...). Every PE calls it with
@@ -911,7 +921,11 @@ std::optional<measurement> one_sided(context& c, direction d, void* local_target
   if (c.npes() == 2) {
     if (c.pe == 0) m = measure(launch, c.stream, c.opt, target_ms);
   } else {
-    m = measure([&](long long n) { if (c.issuer()) launch(n); }, c.stream, c.opt, target_ms, &c.link);
+    m = measure(
+        [&](long long n) {
+          if (c.issuer()) launch(n);
+        },
+        c.stream, c.opt, target_ms, &c.link);
   }
   if (c.issuer()) check_steps(c);
   c.link.barrier();
@@ -924,8 +938,8 @@ std::optional<measurement> one_sided(context& c, direction d, void* local_target
 // bidir_put_bw: both PEs of every pair put `bytes` into each other at once (lockstep launches); each checks that its
 // `local_target` holds its partner's pattern afterwards.
 template <class Launch>
-std::optional<measurement> two_sided_bw(context& c, void* local_target, std::size_t bytes, double target_ms,
-                                        Launch&& launch) {
+std::optional<measurement>
+two_sided_bw(context& c, void* local_target, std::size_t bytes, double target_ms, Launch&& launch) {
   BENCH_CUDA(cudaMemsetAsync(local_target, 0, bytes, c.stream));
   BENCH_CUDA(cudaStreamSynchronize(c.stream));
   c.link.barrier();
@@ -1074,14 +1088,15 @@ struct bulk_scope {
   bool sync, cold;
 };
 inline constexpr bulk_scope bulk_scopes[] = {
-    {"block", launch_kind::block, false, false},   {"block_sync", launch_kind::block, true, false},
+    {"block", launch_kind::block, false, false},     {"block_sync", launch_kind::block, true, false},
     {"block_cold", launch_kind::block, false, true}, {"warp", launch_kind::warp, false, false},
     {"warp_sync", launch_kind::warp, true, false},   {"thread", launch_kind::thread, false, false},
-    {"stream", launch_kind::stream, false, false}, {"stream_cold", launch_kind::stream, false, true}};
+    {"stream", launch_kind::stream, false, false},   {"stream_cold", launch_kind::stream, false, true}};
 
 // The sizes of a bulk scope: L2-cold ones from 1 MiB (4x steps at least), one warp or thread up to --small-max-bytes.
 inline std::vector<std::size_t> bulk_sizes(const context& c, const bulk_scope& s) {
-  if (s.cold) return sweep(std::max<std::size_t>(c.opt.min_bytes, 1 * MiB), c.opt.max_bytes, std::max(4, c.opt.sweep_factor));
+  if (s.cold)
+    return sweep(std::max<std::size_t>(c.opt.min_bytes, 1 * MiB), c.opt.max_bytes, std::max(4, c.opt.sweep_factor));
   if (s.kind == launch_kind::warp || s.kind == launch_kind::thread)
     return sweep(c.opt.min_bytes, c.opt.small_max_bytes, c.opt.sweep_factor);
   return sweep(c.opt.min_bytes, c.opt.max_bytes, c.opt.sweep_factor);
@@ -1245,7 +1260,8 @@ void collective_sweep(context& c, coll_kind kind, const char* scope, void* src, 
     if (best.best) {
       const measurement& m = *best.best;
       c.row(name, scope, shape->bytes, m.iters, m.st.median_us, m.st.min_us, m.st.p90_us, true, best.info);
-      if (vs.size() > 1) c.note("%s %s %zu, %d PEs: best %s", name, scope, shape->bytes, c.npes(), best.info.note.c_str());
+      if (vs.size() > 1)
+        c.note("%s %s %zu, %d PEs: best %s", name, scope, shape->bytes, c.npes(), best.info.note.c_str());
     }
   }
 }

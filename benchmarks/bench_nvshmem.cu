@@ -38,8 +38,7 @@ enum scope_id : int { scope_block = 0, scope_warp = 1, scope_thread = 2 };
 // the scope's call, then block scopes take the grid-wide step (as perftest's shmem_put_bw); one quiet at the end.
 // NVSHMEM's block and warp calls synchronise the group at their entry and exit: its *_sync rows are these rows.
 template <bool Put, bool Nbi, int Scope>
-__global__ void __launch_bounds__(1024)
-    nv_bulk(char* dst, const char* src, bulk_plan plan, int peer, long long iters) {
+__global__ void __launch_bounds__(1024) nv_bulk(char* dst, const char* src, bulk_plan plan, int peer, long long iters) {
   const std::size_t n = plan.block_bytes(), off = plan.block_offset();
   for (long long it = 0; it < iters; ++it) {
     const std::size_t at = plan.slot_offset(it) + off;
@@ -172,10 +171,12 @@ __global__ void nv_block_collective(char* dst, const char* src, std::size_t nele
   const auto* fsrc = reinterpret_cast<const float*>(src);
   for (long long i = 0; i < iters; ++i) {
     // The char form: nvshmemx.h declares nvshmemx_broadcastmem_block without its root argument in 3.4.5.
-    if constexpr (Kind == coll_kind::broadcast) nvshmemx_char_broadcast_block(NVSHMEM_TEAM_WORLD, dst, src, nelem, coll_root);
+    if constexpr (Kind == coll_kind::broadcast)
+      nvshmemx_char_broadcast_block(NVSHMEM_TEAM_WORLD, dst, src, nelem, coll_root);
     else if constexpr (Kind == coll_kind::fcollect) nvshmemx_fcollectmem_block(NVSHMEM_TEAM_WORLD, dst, src, nelem);
     else if constexpr (Kind == coll_kind::alltoall) nvshmemx_alltoallmem_block(NVSHMEM_TEAM_WORLD, dst, src, nelem);
-    else if constexpr (Kind == coll_kind::allreduce) nvshmemx_float_sum_reduce_block(NVSHMEM_TEAM_WORLD, fdst, fsrc, nelem);
+    else if constexpr (Kind == coll_kind::allreduce)
+      nvshmemx_float_sum_reduce_block(NVSHMEM_TEAM_WORLD, fdst, fsrc, nelem);
     else nvshmemx_float_sum_reducescatter_block(NVSHMEM_TEAM_WORLD, fdst, fsrc, nelem);
   }
 }
@@ -244,12 +245,15 @@ void bulk_row(context& c, const buffers& b, const char* name, direction d, const
                }),
                {0, 0, put ? "nvshmemx_putmem_on_stream" : "nvshmemx_getmem_on_stream", payload_factor});
   } else {
-    const int sid = sc.kind == launch_kind::block ? scope_block : sc.kind == launch_kind::warp ? scope_warp : scope_thread;
+    const int sid = sc.kind == launch_kind::block ? scope_block
+                  : sc.kind == launch_kind::warp  ? scope_warp
+                                                  : scope_thread;
     for (bool nbi : {false, true}) {
       bulk_fn k = bulk_kernel(put, nbi, sid);
-      std::vector<block_shape> shapes = sid == scope_block ? block_shapes(c, reinterpret_cast<const void*>(k), concurrent)
-                                        : sid == scope_warp ? std::vector<block_shape>{{1, 32}}
-                                                            : std::vector<block_shape>{{1, 1}};
+      std::vector<block_shape> shapes =
+          sid == scope_block  ? block_shapes(c, reinterpret_cast<const void*>(k), concurrent)
+          : sid == scope_warp ? std::vector<block_shape>{{1, 32}}
+                              : std::vector<block_shape>{{1, 1}};
       for (block_shape s : shapes) {
         bulk_plan plan = make_plan(c, bytes, s.grid, sc.cold, sid == scope_block);
         best.offer(run([&](long long n) {
@@ -276,7 +280,7 @@ void bulk(context& c, const buffers& b, direction d, const bulk_scope& sc) {
   const char* name = d == direction::put ? "put_bw" : "get_bw";
   if (sc.sync) return; // emitted with the free-running twin (bulk_row's `twin`)
   std::string twin = std::string(sc.name) + "_sync";
-  const bool has_twin = sc.kind == launch_kind::block || sc.kind == launch_kind::warp;
+  const bool has_twin = !sc.cold && (sc.kind == launch_kind::block || sc.kind == launch_kind::warp);
   const bool want = c.opt.wants(name, sc.name), want_twin = has_twin && c.pairwise() && c.opt.wants(name, twin);
   if (!want && !want_twin) return;
   const auto seed = std::uint32_t(c.partner() + 1);
@@ -454,25 +458,27 @@ void collective_points(context& c, const buffers& b, std::size_t region) {
           break;
       }
       // Without NVLS (off on these machines) NVSHMEM's on-stream collectives run a kernel of one CTA: labelled so.
-      return std::vector<coll_variant>{{row_info{1, 0, std::string(what) + " (1 CTA: NVLS off)"},
-                                        [call, what](long long n) {
-                                          for (long long i = 0; i < n; ++i)
-                                            if (int st = call(); st != 0)
-                                              die(2, "%s returned %d [during: %s]", what, st, g_step);
-                                        }}};
+      return std::vector<coll_variant>{
+          {row_info{1, 0, std::string(what) + " (1 CTA: NVLS off)"}, [call, what](long long n) {
+             for (long long i = 0; i < n; ++i)
+               if (int st = call(); st != 0) die(2, "%s returned %d [during: %s]", what, st, g_step);
+           }}};
     });
     collective_sweep(c, kind, "block", b.src, b.dst, region, [&](const coll_shape& sh) {
       // nelem: bytes for the data movers (fcollect / alltoall: one PE's block), floats for the reductions.
-      std::size_t nelem = kind == coll_kind::broadcast ? sh.bytes
-                          : kind == coll_kind::allreduce ? sh.bytes / 4
-                          : kind == coll_kind::reduce_scatter ? sh.block / 4
-                                                              : sh.block;
-      const void* fn = kind == coll_kind::broadcast  ? reinterpret_cast<const void*>(nv_block_collective<coll_kind::broadcast>)
-                       : kind == coll_kind::fcollect ? reinterpret_cast<const void*>(nv_block_collective<coll_kind::fcollect>)
-                       : kind == coll_kind::alltoall ? reinterpret_cast<const void*>(nv_block_collective<coll_kind::alltoall>)
-                       : kind == coll_kind::allreduce
-                           ? reinterpret_cast<const void*>(nv_block_collective<coll_kind::allreduce>)
-                           : reinterpret_cast<const void*>(nv_block_collective<coll_kind::reduce_scatter>);
+      std::size_t nelem =
+          kind == coll_kind::broadcast   ? sh.bytes
+          : kind == coll_kind::allreduce ? sh.bytes / 4
+          : kind == coll_kind::reduce_scatter
+              ? sh.block / 4
+              : sh.block;
+      const void* fn =
+          kind == coll_kind::broadcast  ? reinterpret_cast<const void*>(nv_block_collective<coll_kind::broadcast>)
+          : kind == coll_kind::fcollect ? reinterpret_cast<const void*>(nv_block_collective<coll_kind::fcollect>)
+          : kind == coll_kind::alltoall ? reinterpret_cast<const void*>(nv_block_collective<coll_kind::alltoall>)
+          : kind == coll_kind::allreduce
+              ? reinterpret_cast<const void*>(nv_block_collective<coll_kind::allreduce>)
+              : reinterpret_cast<const void*>(nv_block_collective<coll_kind::reduce_scatter>);
       char* dst = b.dst;
       const char* src = b.src;
       cudaStream_t st = c.stream;

@@ -571,7 +571,8 @@ copy_fn copy_kernel(group_sync sync) {
 }
 
 // One bulk row: `to` <- `from` over the scope `sc` (bench::bulk_scopes), measured by `run(launch)` (one_sided, or
-// two_sided_bw for bidir), the best of the shapes; `concurrent`: PEs launching grid-stepped kernels on this GPU at once.
+// two_sided_bw for bidir), the best of the shapes; `concurrent`: PEs launching grid-stepped kernels on this GPU at
+// once.
 template <class Run>
 void bulk_row(context& c, const char* name, const bulk_scope& sc, std::size_t bytes, char* to, const char* from,
               int concurrent, Run&& run, double payload_factor = 1.0) {
@@ -619,9 +620,8 @@ void bulk(context& c, const buffers& b, direction d, const bulk_scope& sc) {
   const char* from = d == direction::put ? b.src : b.psrc;
   const auto seed = std::uint32_t(c.partner() + 1);
   for (std::size_t bytes : c.pairwise() ? bulk_sizes(c, sc) : pair_sizes(c)) {
-    bulk_row(c, name, sc, bytes, to, from, issuers_per_device(c), [&](auto launch) {
-      return one_sided(c, d, b.dst, bytes, seed, c.opt.target_ms, launch);
-    });
+    bulk_row(c, name, sc, bytes, to, from, issuers_per_device(c),
+             [&](auto launch) { return one_sided(c, d, b.dst, bytes, seed, c.opt.target_ms, launch); });
   }
 }
 

@@ -40,15 +40,15 @@ __device__ void move_chunks(const Group& g, symm::array_ref<char> dst, symm::arr
 }
 
 template <bool Put, bool Sync>
-__global__ void __launch_bounds__(1024) block_copy(symm::array_ref<char> dst, symm::array_ref<char> src, int peer,
-                                                   bulk_plan plan, long long iters) {
+__global__ void __launch_bounds__(1024)
+    block_copy(symm::array_ref<char> dst, symm::array_ref<char> src, int peer, bulk_plan plan, long long iters) {
   move_chunks<Put, Sync>(cg::this_thread_block(), dst, src, peer, plan, iters);
   symm::quiet();
 }
 
 template <bool Put, bool Sync>
-__global__ void
-warp_copy(symm::array_ref<char> dst, symm::array_ref<char> src, int peer, bulk_plan plan, long long iters) {
+__global__ void warp_copy(symm::array_ref<char> dst, symm::array_ref<char> src, int peer, bulk_plan plan,
+                          long long iters) {
   move_chunks<Put, Sync>(cg::tiled_partition<32>(cg::this_thread_block()), dst, src, peer, plan, iters);
   symm::quiet();
 }
@@ -198,27 +198,28 @@ void bulk_row(context& c, state& s, const char* name, direction d, const bulk_sc
   } else if (sc.kind == launch_kind::stream) {
     const bulk_plan plan = make_plan(c, bytes, 1, sc.cold, false);
     std::vector<symm::future<>> pending;
-    best.offer(run([&](long long n) {
-                 pending.clear();
-                 pending.reserve(static_cast<std::size_t>(n));
-                 for (long long i = 0; i < n; ++i) {
-                   const std::size_t at = std::size_t(i % plan.slots) * plan.slot_stride;
-                   if (put)
-                     pending.push_back(symm::put(c.stream, symm::remote(dst, peer).subspan(at, bytes),
-                                                 src.local().subspan(at, bytes)));
-                   else
-                     pending.push_back(symm::get(c.stream, dst.local().subspan(at, bytes),
-                                                 symm::remote(src, peer).subspan(at, bytes)));
-                 }
-               }),
-               {0, 0, "symm::put(stream)", payload_factor});
+    best.offer(
+        run([&](long long n) {
+          pending.clear();
+          pending.reserve(static_cast<std::size_t>(n));
+          for (long long i = 0; i < n; ++i) {
+            const std::size_t at = std::size_t(i % plan.slots) * plan.slot_stride;
+            if (put)
+              pending.push_back(
+                  symm::put(c.stream, symm::remote(dst, peer).subspan(at, bytes), src.local().subspan(at, bytes)));
+            else
+              pending.push_back(
+                  symm::get(c.stream, dst.local().subspan(at, bytes), symm::remote(src, peer).subspan(at, bytes)));
+          }
+        }),
+        {0, 0, "symm::put(stream)", payload_factor});
     pending.clear();
   } else {
     const bool warp = sc.kind == launch_kind::warp;
     const bulk_plan plan = make_plan(c, bytes, 1, sc.cold, false);
     using kernel_fn = void (*)(symm::array_ref<char>, symm::array_ref<char>, int, bulk_plan, long long);
     kernel_fn k = warp ? (put ? (sc.sync ? warp_copy<true, true> : warp_copy<true, false>)
-                              : (sc.sync ? warp_copy<false, true> : warp_copy<false, false>))
+                              : (sc.sync ? warp_copy<false, true> : warp_copy<false, false>) )
                        : (put ? thread_copy<true> : thread_copy<false>);
     const int threads = warp ? 32 : 1;
     best.offer(run([&](long long n) { k<<<1, threads, 0, c.stream>>>(dst, src, peer, plan, n); }),
@@ -237,9 +238,8 @@ void bulk(context& c, state& s, direction d, const bulk_scope& sc) {
   void* landing = s.dst->local().data();
   const auto seed = std::uint32_t(c.partner() + 1);
   for (std::size_t bytes : c.pairwise() ? bulk_sizes(c, sc) : pair_sizes(c))
-    bulk_row(c, s, name, d, sc, bytes, issuers_per_device(c), [&](auto launch) {
-      return one_sided(c, d, landing, bytes, seed, c.opt.target_ms, launch);
-    });
+    bulk_row(c, s, name, d, sc, bytes, issuers_per_device(c),
+             [&](auto launch) { return one_sided(c, d, landing, bytes, seed, c.opt.target_ms, launch); });
 }
 
 // bidir_put_bw / block: both PEs put into each other at once; gbps counts both directions.
@@ -308,7 +308,8 @@ void latency_points(context& c, state& s) {
     auto m = one_sided(c, direction::put, s.dst->local().data(), elements * 4, std::uint32_t(c.partner() + 1),
                        c.opt.target_ms, [&](long long n) { p_rate<<<grid, threads, 0, c.stream>>>(target, peer, n); });
     if (m)
-      c.row("p_rate", scope, elements * 4, m->iters, m->st.median_us, m->st.min_us, m->st.p90_us, true, {grid, threads});
+      c.row("p_rate", scope, elements * 4, m->iters, m->st.median_us, m->st.min_us, m->st.p90_us, true,
+            {grid, threads});
   }
 }
 
@@ -363,9 +364,9 @@ void two_sided_points(context& c, state& s) {
 // Device-side collectives, scope "block": one block per PE calls symm's device form `iters` times on channel 1 (the
 // data movers on 4-byte words, the reductions on floats).
 template <coll_kind Kind>
-__global__ void block_collective(symm::team_ref team, symm::array_ref<std::uint32_t> wdst,
-                                 symm::array_ref<std::uint32_t> wsrc, symm::array_ref<float> fdst,
-                                 symm::array_ref<float> fsrc, long long iters) {
+__global__ void
+block_collective(symm::team_ref team, symm::array_ref<std::uint32_t> wdst, symm::array_ref<std::uint32_t> wsrc,
+                 symm::array_ref<float> fdst, symm::array_ref<float> fsrc, long long iters) {
   auto block = cg::this_thread_block();
   for (long long i = 0; i < iters; ++i) {
     if constexpr (Kind == coll_kind::broadcast) symm::broadcast(block, team, wdst, wsrc, coll_root, 1);
@@ -429,16 +430,17 @@ void collective_points(context& c, state& s) {
           auto fsrc = floats_src.subarray(0, ns), fdst = floats_dst.subarray(0, nd);
           using kernel_fn = void (*)(symm::team_ref, symm::array_ref<std::uint32_t>, symm::array_ref<std::uint32_t>,
                                      symm::array_ref<float>, symm::array_ref<float>, long long);
-          kernel_fn k = kind == coll_kind::broadcast  ? block_collective<coll_kind::broadcast>
-                        : kind == coll_kind::fcollect ? block_collective<coll_kind::fcollect>
-                        : kind == coll_kind::alltoall ? block_collective<coll_kind::alltoall>
-                        : kind == coll_kind::allreduce ? block_collective<coll_kind::allreduce>
-                                                       : block_collective<coll_kind::reduce_scatter>;
+          kernel_fn k =
+              kind == coll_kind::broadcast  ? block_collective<coll_kind::broadcast>
+              : kind == coll_kind::fcollect ? block_collective<coll_kind::fcollect>
+              : kind == coll_kind::alltoall ? block_collective<coll_kind::alltoall>
+              : kind == coll_kind::allreduce
+                  ? block_collective<coll_kind::allreduce>
+                  : block_collective<coll_kind::reduce_scatter>;
           cudaStream_t st = c.stream;
-          return std::vector<coll_variant>{
-              {row_info{1, coll_block_threads, "symm device form"}, [=](long long n) {
-                 k<<<1, coll_block_threads, 0, st>>>(tref, wdst, wsrc, fdst, fsrc, n);
-               }}};
+          return std::vector<coll_variant>{{row_info{1, coll_block_threads, "symm device form"}, [=](long long n) {
+                                              k<<<1, coll_block_threads, 0, st>>>(tref, wdst, wsrc, fdst, fsrc, n);
+                                            }}};
         });
   }
 }

@@ -85,7 +85,7 @@ else
 fi
 if [ "$max_pes" -gt 2 ]; then
   ndev=$((ngpu > 0 ? ngpu : 1))
-  placement="$placement; collective runs with ${pes_list// /, } PEs too (PE k on GPU k % $ndev, up to"
+  placement="$placement; pair and collective runs with ${pes_list// /, } PEs too (PE k on GPU k % $ndev, up to"
   placement="$placement $(( (max_pes + ndev - 1) / ndev )) PEs per GPU)"
 fi
 echo "GPU count: $ngpu; placement: $placement" | tee -a "$out/env.txt"
