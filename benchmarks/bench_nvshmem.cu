@@ -166,7 +166,8 @@ __global__ void nv_barrier(long long iters) {
 // NVSHMEM_TEAM_WORLD `iters` times (launched with nvshmemx_collective_launch). nelem as the on-stream calls'.
 constexpr int coll_block_threads = 1024;
 template <coll_kind Kind>
-__global__ void nv_block_collective(char* dst, const char* src, std::size_t nelem, long long iters) {
+__global__ void __launch_bounds__(coll_block_threads)
+    nv_block_collective(char* dst, const char* src, std::size_t nelem, long long iters) {
   auto* fdst = reinterpret_cast<float*>(dst);
   const auto* fsrc = reinterpret_cast<const float*>(src);
   for (long long i = 0; i < iters; ++i) {

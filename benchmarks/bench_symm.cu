@@ -363,10 +363,11 @@ void two_sided_points(context& c, state& s) {
 
 // Device-side collectives, scope "block": one block per PE calls symm's device form `iters` times on channel 1 (the
 // data movers on 4-byte words, the reductions on floats).
+constexpr int coll_block_threads = 1024; // as NVSHMEM's *_block collectives in bench_nvshmem
 template <coll_kind Kind>
-__global__ void
-block_collective(symm::team_ref team, symm::array_ref<std::uint32_t> wdst, symm::array_ref<std::uint32_t> wsrc,
-                 symm::array_ref<float> fdst, symm::array_ref<float> fsrc, long long iters) {
+__global__ void __launch_bounds__(coll_block_threads)
+    block_collective(symm::team_ref team, symm::array_ref<std::uint32_t> wdst, symm::array_ref<std::uint32_t> wsrc,
+                     symm::array_ref<float> fdst, symm::array_ref<float> fsrc, long long iters) {
   auto block = cg::this_thread_block();
   for (long long i = 0; i < iters; ++i) {
     if constexpr (Kind == coll_kind::broadcast) symm::broadcast(block, team, wdst, wsrc, coll_root, 1);
@@ -376,7 +377,6 @@ block_collective(symm::team_ref team, symm::array_ref<std::uint32_t> wdst, symm:
     else symm::reduce_scatter(block, team, fdst, fsrc, symm::plus{}, 1);
   }
 }
-constexpr int coll_block_threads = 1024; // as NVSHMEM's *_block collectives in bench_nvshmem
 
 //! The collective points (bench::collective_sweep: broadcast_bw, fcollect_bw, alltoall_bw, allreduce_bw,
 //! reduce_scatter_bw): scope "stream", symm's stream form on the world team, one call per iteration, a future
