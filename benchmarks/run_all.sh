@@ -63,12 +63,14 @@ log() { echo "run_all: $*" >&2; }
   else echo "nvcc: not found (not needed to run)"; fi
   # The commit: written at build time (the GPU machine may have no .git), else git, else BENCH_COMMIT.
   commit=""
-  [ -f "$build/build-info.txt" ] && commit=$(sed -n 's/^commit: //p' "$build/build-info.txt" | head -n 1)
+  info="$build/build-info.txt" # build.sh's output folder, or Meson's benchmarks/ folder
+  [ -f "$info" ] || info="$build/benchmarks/build-info.txt"
+  [ -f "$info" ] && commit=$(sed -n 's/^commit: //p' "$info" | head -n 1)
   [ -z "$commit" ] && [ -f "$build/commit.txt" ] && commit=$(head -n 1 "$build/commit.txt")
   [ -z "$commit" ] && commit=$(git -C "$here/.." rev-parse HEAD 2>/dev/null)
   echo "commit: ${commit:-${BENCH_COMMIT:-unknown (no build-info.txt, commit.txt, .git or BENCH_COMMIT)}}"
-  if [ -f "$build/build-info.txt" ]; then grep -v '^commit: ' "$build/build-info.txt"
-  else echo "build: unknown (no $build/build-info.txt)"; fi
+  if [ -f "$info" ]; then grep -v '^commit: ' "$info"
+  else echo "build: unknown (no build-info.txt in $build)"; fi
   echo "point budget: BENCH_TARGET_MS=$BENCH_TARGET_MS BENCH_LAT_TARGET_MS=$BENCH_LAT_TARGET_MS BENCH_REPS=$BENCH_REPS" \
     "BENCH_SWEEP_FACTOR=$BENCH_SWEEP_FACTOR BENCH_SMALL_MAX_BYTES=$BENCH_SMALL_MAX_BYTES" \
     "BENCH_COLL_MAX_BYTES=$BENCH_COLL_MAX_BYTES; rounds: $rounds; PE counts: 2 ${pes_list}"
