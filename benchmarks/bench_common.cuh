@@ -74,6 +74,11 @@ inline constexpr std::size_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
 // alike.
 inline constexpr int lat_spread_words = 32, lat_spread_stride = 1024;
 
+// g_lat cycles over this many words (a power of two), one per 128-byte line: 1 MiB of lines, more than an SM's L1
+// (256 KiB on the H200) holds, so that every implementation's g (a weak load: symm's remote(x, pe)[i], nvshmem_int_g,
+// raw's plain load) misses L1 every time and reaches the peer's memory, instead of timing an L1 hit.
+inline constexpr int g_spread_words = 8192, g_spread_stride = 32;
+
 // ---- messages and checks ------------------------------------------------------------------------------------------
 inline constexpr int max_pes = 32;    // --pes upper bound (one node; the raw kernels' peer tables have this size)
 inline int g_pe = -1;                 // this process's PE, for messages (-1 before the fork)

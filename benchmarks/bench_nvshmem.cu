@@ -102,12 +102,12 @@ __global__ void nv_p_rate(int* dst, int peer, long long iters) {
   if (threadIdx.x == 0) nvshmem_quiet();
 }
 
-// g_lat: dependent nvshmem_int_g (next address depends on the value; `mask` is 0 at run time). Over P2P a volatile
-// load of the peer's mapping, which the L1 does not serve (symm's and raw's are relaxed system-scope loads).
+// g_lat: dependent nvshmem_int_g over g_spread_words lines, more than L1 holds (over P2P nvshmem_int_g is a plain
+// load, which L1 would otherwise serve; the next address depends on the value: `mask` is 0 at run time).
 __global__ void nv_g_lat(const int* src, int mask, int peer, long long iters, int* sink) {
   int v = 0;
   for (long long i = 0; i < iters; ++i)
-    v = nvshmem_int_g(src + (v & mask), peer);
+    v = nvshmem_int_g(src + (i & (g_spread_words - 1)) * g_spread_stride + (v & mask), peer);
   *sink = v;
 }
 

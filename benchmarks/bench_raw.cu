@@ -1,9 +1,13 @@
 // bench_raw.cu — the hand-written CUDA baseline of the comparison suite: what a careful engineer writes without a
 // library. N processes (--pes, default 2; fork before any CUDA call), one heap each, every PE mapping every other
 // PE's heap with CUDA IPC (handles over the harness's sockets); every operation is a plain load, store, atomic or
-// copy through a peer's mapping. Rows: impl "raw". With N > 2 only the collective points run: single-node
-// collective kernels (one kernel per call, per-block flag barriers in the heaps' control areas; broadcast,
-// fcollect, alltoall and reduce_scatter pull from the peers, allreduce is one-shot or two-shot, see below).
+// copy through a peer's mapping: the best a hand-written kernel does (vectorised copies with no byte loop at every
+// scope). Rows: impl "raw"; with 2 PEs also the hbm_floor rows (the same copies within one PE's memory, the floor every
+// bandwidth row is read against). With N > 2 the pair points (put_bw / block, pingpong: PE 2k with 2k+1) and the
+// collective points run: single-node collective kernels (one kernel per call, per-block flag barriers in the heaps'
+// control areas; broadcast, fcollect, alltoall and reduce_scatter pull from the peers, allreduce is one-shot or
+// two-shot, see below). raw has no device-side (one block per PE) collective: the collectives' block scope is symm's
+// and NVSHMEM's alone.
 //
 // Heap exchange: the legacy cudaIpcGetMemHandle / cudaIpcOpenMemHandle by default. If opening fails on any PE
 // (some MPS or container set-ups), all fall back to a VMM allocation exported as a POSIX file descriptor and
@@ -23,11 +27,6 @@ constexpr unsigned long long spin_timeout_ns = 10'000'000'000ull; // a peer sile
 
 __device__ __forceinline__ void st_relaxed_sys(int* p, int v) {
   asm volatile("st.relaxed.sys.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ int ld_relaxed_sys(const int* p) {
-  int v;
-  asm volatile("ld.relaxed.sys.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
 }
 __device__ __forceinline__ void st_release_sys(int* p, int v) {
   asm volatile("st.release.sys.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
@@ -151,12 +150,12 @@ __global__ void raw_p_rate(int* peer, long long iters) {
   __threadfence_system();
 }
 
-// g_lat: dependent 4-byte loads from the peer's mapping (the next address depends on the loaded value: `mask` is
-// 0 at run time, unknown to the compiler), each a relaxed system-scope load, which the L1 does not serve.
+// g_lat: dependent 4-byte loads from the peer's mapping over g_spread_words lines, more than L1 holds (the next
+// address depends on the loaded value: `mask` is 0 at run time, unknown to the compiler).
 __global__ void raw_g_lat(const int* peer, int mask, long long iters, int* sink) {
   int v = 0;
   for (long long i = 0; i < iters; ++i)
-    v = ld_relaxed_sys(peer + (v & mask));
+    v = peer[(i & (g_spread_words - 1)) * g_spread_stride + (v & mask)];
   *sink = v;
 }
 

@@ -1,8 +1,8 @@
 // bench_symm.cu — the symm implementation of the comparison suite: the same points as bench_raw.cu, written the way a
-// symm user writes them (symm::array, symm::remote, group-scoped put/get, device barriers, the stream form of the
-// collectives). Rows: impl "symm".
+// symm user writes them (symm::array, symm::remote, group-scoped put/get, symm::wait_until, device barriers, the stream
+// and the device forms of the collectives). Rows: impl "symm".
 // The harness forks the PEs (bench::start, --pes N, default 2); each then joins one symm world of N PEs through
-// symm::launch's mechanism. With N > 2 only the collective points run.
+// symm::launch's mechanism. With N > 2 the pair points (PE 2k with 2k+1) and the collective points run.
 #include <symm/symm.hpp>
 
 #include <cooperative_groups.h>
@@ -81,13 +81,13 @@ __global__ void p_rate(symm::array_ref<int> target, int peer, long long iters) {
   symm::quiet();
 }
 
-// g_lat: dependent single-element atomic loads (relaxed, system scope: every one reaches the peer's memory, none is
-// served by L1; the next index depends on the value: mask is 0 at run time).
+// g_lat: dependent single-element gets over g_spread_words lines, more than L1 holds, as raw's and NVSHMEM's (the
+// next index depends on the value: mask is 0 at run time).
 __global__ void g_lat(symm::array_ref<int> source, int peer, int mask, long long iters, int* sink) {
   int v = 0;
   auto remote = symm::remote(source, peer);
   for (long long i = 0; i < iters; ++i)
-    v = remote[static_cast<std::size_t>(v & mask)].load(cuda::memory_order_relaxed);
+    v = remote[static_cast<std::size_t>((i & (g_spread_words - 1)) * g_spread_stride + (v & mask))];
   *sink = v;
 }
 
