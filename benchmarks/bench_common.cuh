@@ -5,21 +5,30 @@
 //     "SKIP: no CUDA device" and exits 77 without a GPU), the fork into --pes N PEs (default 2) connected by
 //     socketpairs in a star (PE 0 is the parent and holds one socket per child PE 1..N-1; fork happens BEFORE any
 //     CUDA call, each process initialises CUDA itself), the device choice (PE k uses device k % device_count; PEs
-//     that share a GPU need MPS), a stream and a watchdog;
+//     that share a GPU need MPS), the L2 size, a stream, a grid-step counter and a watchdog;
 //   - bench::measure(): times one launch of a kernel that loops over `iters` iterations with a CUDA event
-//     pair, as NVSHMEM's perftest does; calibrates `iters` to a target time, warms up, repeats `reps` times
-//     and reports median / min / p90 per iteration;
-//   - bench::one_sided(): a point where only PE 0 issues operations, with the target buffer cleared before
-//     and verified (on the GPU) after, so a broken implementation prints an error instead of a fast number;
-//     point-to-point points (put/get, latencies, ping-pong, barrier) are 2-PE points: with --pes > 2 the programs
-//     run only the collective points (context::pairwise());
+//     pair, as NVSHMEM's perftest does; calibrates `iters` to a target time (never fewer than min_iters: a point
+//     calibrated to one iteration would time a launch, not the operation), warms up, repeats `reps` times and reports
+//     median / min / p90 per iteration;
+//   - bench::one_sided(): a point where the issuing PEs (PE 0 of 2; every even PE of 4 or 8, each towards PE + 1, all
+//     pairs at once) issue operations, with the target buffer cleared before and verified (on the GPU) after, so a
+//     broken implementation prints an error instead of a fast number; bench::two_sided_bw(): both PEs of a pair put
+//     into each other at once (bidir_put_bw), both targets verified;
+//   - bench::bulk_plan and bench::grid_step(): the per-iteration work of a bulk copy, the same for every
+//     implementation: block b copies chunk b of the iteration's slot, then the grid meets in a grid-wide step (a
+//     counter in device memory; the grid is capped at the blocks that can be resident, so the step cannot deadlock),
+//     as perftest's shmem_put_bw does; L2-cold scopes (*_cold) rotate over slots that span at least 4 x the L2;
 //   - bench::collective_sweep(): the collective bandwidth points (broadcast_bw, fcollect_bw, alltoall_bw,
-//     allreduce_bw, reduce_scatter_bw; scope "stream"), the same for every implementation: input pattern, size
-//     sweep, lockstep timing of all PEs, verification of every PE's result after the timed launches;
+//     allreduce_bw, reduce_scatter_bw; scope "stream": host-issued, or "block": device-side, one block per PE), the
+//     same for every implementation: input pattern, size sweep, lockstep timing of all PEs, verification of every PE's
+//     result after the timed launches;
 //   - bench::context::row(): the one CSV row format of the suite, on stdout of PE 0:
-//       impl,benchmark,scope,pes,bytes,iters,median_us,min_us,p90_us,gbps
-//     median/min/p90 are microseconds per iteration; gbps = bytes / median (1 GB = 1e9 B), 0 for latencies;
-//     pes is the number of PEs of the run.
+//       impl,benchmark,scope,pes,bytes,iters,median_us,min_us,p90_us,gbps,round,grid,threads,note
+//     median/min/p90 are microseconds per iteration; gbps = payload bytes / median (1 GB = 1e9 B), 0 for latencies
+//     (bidir_put_bw counts both directions: 2 x bytes); pes is the number of PEs of the run; round is --round (the
+//     run's number in run_all.sh's interleaved rounds); grid x threads the launch shape of the row (0 x 0: host-
+//     issued); note a comma-free label of the variant ("nbi", "1cta-no-nvls", "cudaMemcpyAsync", ...) or empty.
+//     Ratios are computed from median_us by report.py, never from the rounded gbps.
 //
 // Only nvcc compiles this (kernels and <<<>>> launches), hence .cuh. It is self-contained: it needs neither
 // symm nor NVSHMEM, so bench_symm.cu can use it exactly as bench_raw.cu does.
@@ -64,6 +73,11 @@ inline constexpr std::size_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
 // far partition) would make it, and each implementation's word lies elsewhere; over a spread of words all average
 // alike.
 inline constexpr int lat_spread_words = 32, lat_spread_stride = 1024;
+
+// g_lat cycles over this many words (a power of two), one per 128-byte line: 1 MiB of lines, more than an SM's L1
+// (256 KiB on the H200) holds, so that every implementation's g (a weak load: symm's remote(x, pe)[i], nvshmem_int_g,
+// raw's plain load) misses L1 every time and reaches the peer's memory, instead of timing an L1 hit.
+inline constexpr int g_spread_words = 8192, g_spread_stride = 32;
 
 // ---- messages and checks ------------------------------------------------------------------------------------------
 inline constexpr int max_pes = 32;    // --pes upper bound (one node; the raw kernels' peer tables have this size)
@@ -129,9 +143,15 @@ struct options {
   double target_ms = 2.0;                // calibrated length of one timed launch, bandwidth points
   double lat_target_ms = 5.0;            // same for latency points (longer: launch skew of two-sided points)
   long long max_iters = 1 << 20;
-  int timeout_s = 150; // watchdog: a process still running after this exits with 124
-  int pes = 2;         // PEs forked (2..max_pes); above 2 only the collective points run
-  std::string filter;  // comma-separated substrings of "benchmark/scope"; empty: all
+  long long min_iters = 10;          // a calibration that gives fewer is raised to this (one iteration times a launch)
+  int timeout_s = 150;               // watchdog: a process still running after this exits with 124
+  int pes = 2;                       // PEs forked (2..max_pes); above 2 the pair points and the collective points run
+  int round = 1;                     // the round column (run_all.sh interleaves the implementations round by round)
+  int sweep_factor = 2;              // sizes grow by this factor (a power of two)
+  std::size_t cold_span = 256 * MiB; // L2-cold scopes rotate over slots spanning this much (>= 4 x L2)
+  std::size_t coll_max_bytes = 256 * MiB;     // sweep end for the host-issued collectives
+  std::size_t coll_block_max_bytes = 4 * MiB; // sweep end for the device-side (one block per PE) collectives
+  std::string filter;                         // comma-separated substrings of "benchmark/scope"; empty: all
 
   // Whether the point "benchmark/scope" is selected by the filter.
   bool wants(std::string_view benchmark, std::string_view scope) const {
@@ -152,16 +172,22 @@ struct options {
 inline void usage(const char* prog) {
   std::printf(
       "usage: %s [--pes N] [--max-bytes N] [--small-max-bytes N] [--min-bytes N] [--reps R] [--target-ms T]\n"
-      "          [--lat-target-ms T] [--max-iters N] [--timeout S] [--filter a,b]\n"
+      "          [--lat-target-ms T] [--max-iters N] [--min-iters N] [--timeout S] [--filter a,b] [--round R]\n"
+      "          [--sweep-factor F] [--cold-span N] [--coll-max-bytes N] [--coll-block-max-bytes N]\n"
       "N PEs (fork; --pes, default 2, at most %d; PE k uses device k %% device count, PEs sharing a GPU need MPS).\n"
-      "CSV rows on stdout: impl,benchmark,scope,pes,bytes,iters,median_us,min_us,p90_us,gbps\n"
-      "With 2 PEs every point runs; with --pes > 2 only the collective points (broadcast_bw, fcollect_bw,\n"
-      "  alltoall_bw, allreduce_bw, reduce_scatter_bw, scope stream): the point-to-point ones are 2-PE points.\n"
-      "Collective bytes (nccl-tests' convention; the sweep runs from max(min-bytes, 1K) to max-bytes): broadcast and\n"
+      "CSV rows on stdout: impl,benchmark,scope,pes,bytes,iters,median_us,min_us,p90_us,gbps,round,grid,threads,note\n"
+      "With 2 PEs every point runs; with --pes > 2 (even) the pair points (put_bw/block, pingpong: PE 2k with\n"
+      "  PE 2k+1, all pairs at once) and the collective points (broadcast_bw, fcollect_bw, alltoall_bw,\n"
+      "  allreduce_bw, reduce_scatter_bw; scopes stream and block).\n"
+      "Bulk copies: the grid is capped at the resident blocks and meets in a grid-wide step after every iteration;\n"
+      "  *_cold scopes rotate over slots spanning --cold-span (default 256M, at least 4 x L2) so L2 never holds them.\n"
+      "Collective bytes (nccl-tests' convention; sweeps from max(min-bytes, 1K) to --coll-max-bytes, scope block\n"
+      "  to --coll-block-max-bytes): broadcast and\n"
       "  allreduce the vector; fcollect the gathered dst (N x src); alltoall the src (= dst, N blocks);\n"
       "  reduce_scatter the src (N x dst). gbps = bytes / median (algorithm bandwidth).\n"
       "Environment equivalents: BENCH_PES BENCH_MAX_BYTES BENCH_SMALL_MAX_BYTES BENCH_MIN_BYTES BENCH_REPS\n"
-      "  BENCH_TARGET_MS BENCH_LAT_TARGET_MS BENCH_MAX_ITERS BENCH_TIMEOUT_S BENCH_FILTER (argv wins).\n"
+      "  BENCH_TARGET_MS BENCH_LAT_TARGET_MS BENCH_MAX_ITERS BENCH_MIN_ITERS BENCH_TIMEOUT_S BENCH_FILTER BENCH_ROUND\n"
+      "  BENCH_SWEEP_FACTOR BENCH_COLD_SPAN BENCH_COLL_MAX_BYTES BENCH_COLL_BLOCK_MAX_BYTES (argv wins).\n"
       "  Sizes take K/M/G suffixes.\n"
       "--filter selects points whose \"benchmark/scope\" contains one of the substrings (put_bw/block,pingpong).\n"
       "Exit status: 0 ok, 77 no CUDA device, 124 watchdog timeout, other: failure.\n",
@@ -181,6 +207,12 @@ inline options parse_options(int argc, char** argv) {
     else if (key == "min-bytes") size(o.min_bytes);
     else if (key == "reps") o.reps = std::max(1, std::atoi(val));
     else if (key == "target-ms") o.target_ms = std::max(0.05, std::atof(val));
+    else if (key == "min-iters") o.min_iters = std::max(1, std::atoi(val));
+    else if (key == "round") o.round = std::max(0, std::atoi(val));
+    else if (key == "sweep-factor") o.sweep_factor = std::clamp(std::atoi(val), 2, 64);
+    else if (key == "cold-span") size(o.cold_span);
+    else if (key == "coll-max-bytes") size(o.coll_max_bytes);
+    else if (key == "coll-block-max-bytes") size(o.coll_block_max_bytes);
     else if (key == "lat-target-ms") o.lat_target_ms = std::max(0.05, std::atof(val));
     else if (key == "max-iters") o.max_iters = std::max(1LL, std::atoll(val));
     else if (key == "timeout") o.timeout_s = std::max(1, std::atoi(val));
@@ -194,11 +226,22 @@ inline options parse_options(int argc, char** argv) {
     else die(64, "unknown option --%.*s (see --help)", int(key.size()), key.data());
   };
   const std::pair<const char*, const char*> env[] = {
-      {"BENCH_MAX_BYTES", "max-bytes"}, {"BENCH_SMALL_MAX_BYTES", "small-max-bytes"},
-      {"BENCH_MIN_BYTES", "min-bytes"}, {"BENCH_REPS", "reps"},
-      {"BENCH_TARGET_MS", "target-ms"}, {"BENCH_LAT_TARGET_MS", "lat-target-ms"},
-      {"BENCH_MAX_ITERS", "max-iters"}, {"BENCH_TIMEOUT_S", "timeout"},
-      {"BENCH_FILTER", "filter"},       {"BENCH_PES", "pes"}};
+      {"BENCH_MAX_BYTES", "max-bytes"},
+      {"BENCH_SMALL_MAX_BYTES", "small-max-bytes"},
+      {"BENCH_MIN_BYTES", "min-bytes"},
+      {"BENCH_REPS", "reps"},
+      {"BENCH_TARGET_MS", "target-ms"},
+      {"BENCH_LAT_TARGET_MS", "lat-target-ms"},
+      {"BENCH_MAX_ITERS", "max-iters"},
+      {"BENCH_TIMEOUT_S", "timeout"},
+      {"BENCH_FILTER", "filter"},
+      {"BENCH_PES", "pes"},
+      {"BENCH_MIN_ITERS", "min-iters"},
+      {"BENCH_ROUND", "round"},
+      {"BENCH_SWEEP_FACTOR", "sweep-factor"},
+      {"BENCH_COLD_SPAN", "cold-span"},
+      {"BENCH_COLL_MAX_BYTES", "coll-max-bytes"},
+      {"BENCH_COLL_BLOCK_MAX_BYTES", "coll-block-max-bytes"}};
   for (auto [var, key] : env)
     if (const char* v = std::getenv(var); v && *v) apply(key, v);
   for (int i = 1; i < argc; ++i) {
@@ -219,17 +262,31 @@ inline options parse_options(int argc, char** argv) {
   }
   o.min_bytes = std::max<std::size_t>(o.min_bytes, 4);
   o.small_max_bytes = std::min(o.small_max_bytes, o.max_bytes);
+  o.coll_max_bytes = std::min(o.coll_max_bytes, o.max_bytes);
+  o.coll_block_max_bytes = std::min(o.coll_block_max_bytes, o.coll_max_bytes);
+  while (o.sweep_factor & (o.sweep_factor - 1)) // a power of two: every program sweeps the same sizes
+    --o.sweep_factor;
   return o;
 }
 
-// Powers of two from lo to hi inclusive.
-inline std::vector<std::size_t> sweep(std::size_t lo, std::size_t hi) {
+// The bytes each of src and dst holds per PE in every program: the largest sweep and the L2-cold span.
+inline std::size_t region_bytes(const options& o) {
+  std::size_t r = std::max(o.max_bytes, o.cold_span);
+  return (r + 2 * MiB - 1) / (2 * MiB) * (2 * MiB);
+}
+
+// Powers of two from lo to hi inclusive, growing by `factor` (a power of two); hi itself always ends the sweep.
+inline std::vector<std::size_t> sweep(std::size_t lo, std::size_t hi, int factor = 2) {
   std::vector<std::size_t> v;
   std::size_t s = 1;
   while (s < lo)
     s <<= 1;
-  for (; s <= hi; s <<= 1)
+  for (; s <= hi; s *= std::size_t(factor))
     v.push_back(s);
+  std::size_t top = 1;
+  while (top * 2 <= hi)
+    top <<= 1;
+  if (top >= lo && (v.empty() || v.back() != top)) v.push_back(top);
   return v;
 }
 
@@ -512,6 +569,30 @@ extern "C" inline void watchdog_handler(int) {
 }
 
 // ---- per-run context ----------------------------------------------------------------------------------------------
+// What a row says besides the timing: the launch shape that gave it (0 x 0: host-issued), a comma-free label of the
+// variant, and how many times `bytes` of payload one iteration moves (2 for bidirectional points).
+struct row_info {
+  int grid = 0, threads = 0;
+  std::string note;
+  double payload_factor = 1.0;
+  row_info() = default;
+  row_info(int grid_, int threads_, std::string note_ = {}, double payload_factor_ = 1.0)
+      : grid(grid_), threads(threads_), note(std::move(note_)), payload_factor(payload_factor_) {}
+};
+
+// The grid-wide step's counter and error flag (device memory of this PE, one per process): bulk kernels count
+// arrivals into a monotonic 64-bit counter, so it never needs resetting; the host keeps the count (`base`).
+struct grid_counter {
+  unsigned long long* counter = nullptr; // [0]: arrivals; [1]: set to 1 by a step that timed out
+  unsigned long long base = 0;           // arrivals of every launch so far
+  // The base of a launch of `grid` blocks doing `iters` steps, and the count after it.
+  unsigned long long next(int grid, long long iters) {
+    unsigned long long b = base;
+    base += static_cast<unsigned long long>(grid) * static_cast<unsigned long long>(iters);
+    return b;
+  }
+};
+
 struct context {
   options opt;
   pe_link link;
@@ -519,25 +600,34 @@ struct context {
   int pe = -1;
   int device = 0;
   int device_count = 0;
-  int sm_count = 0; // of PE 0's device (broadcast, so all PEs build the same launch configurations)
+  int sm_count = 0;         // of PE 0's device (broadcast, so all PEs build the same launch configurations)
+  std::size_t l2_bytes = 0; // of PE 0's device (cudaDevAttrL2CacheSize)
   std::string device_name;
   cudaStream_t stream = nullptr;
+  grid_counter steps;
   int rc = 0; // becomes non-zero on a failed verification; main returns finish()
 
   int npes() const { return link.npes(); }
   // Whether the point-to-point points (put/get, latencies, ping-pong, barrier: 2-PE points) run: 2 PEs only.
   bool pairwise() const { return link.npes() == 2; }
+  // The pair points (put_bw/block, pingpong) at any even PE count: PE 2k with PE 2k+1, all pairs at once.
+  bool pairs() const { return link.npes() % 2 == 0; }
+  int partner() const { return pe ^ 1; }
+  bool issuer() const { return pe % 2 == 0; }
   // PEs that share this PE's GPU (PE k on device k % device_count): kernels that spin on their peers must leave room
   // for all of them at once.
   int pes_per_device() const { return (link.npes() + device_count - 1) / device_count; }
 
-  // One CSV row (PE 0 only). `bandwidth`: gbps = bytes / median; otherwise gbps is 0.
+  // One CSV row (PE 0 only). `bandwidth`: gbps = payload_factor x bytes / median; otherwise gbps is 0.
   void row(std::string_view benchmark, std::string_view scope, std::size_t bytes, long long iters, double median_us,
-           double min_us, double p90_us, bool bandwidth) const {
+           double min_us, double p90_us, bool bandwidth, const row_info& info = {}) const {
     if (pe != 0) return;
-    double gbps = bandwidth && median_us > 0 ? double(bytes) / (median_us * 1e3) : 0.0;
-    std::printf("%s,%.*s,%.*s,%d,%zu,%lld,%.4f,%.4f,%.4f,%.4f\n", impl.c_str(), int(benchmark.size()), benchmark.data(),
-                int(scope.size()), scope.data(), link.npes(), bytes, iters, median_us, min_us, p90_us, gbps);
+    double gbps = bandwidth && median_us > 0 ? info.payload_factor * double(bytes) / (median_us * 1e3) : 0.0;
+    std::string note = info.note;
+    std::replace(note.begin(), note.end(), ',', ';'); // one CSV field
+    std::printf("%s,%.*s,%.*s,%d,%zu,%lld,%.4f,%.4f,%.4f,%.4f,%d,%d,%d,%s\n", impl.c_str(), int(benchmark.size()),
+                benchmark.data(), int(scope.size()), scope.data(), link.npes(), bytes, iters, median_us, min_us, p90_us,
+                gbps, opt.round, info.grid, info.threads, note.c_str());
     std::fflush(stdout);
   }
   // Informational line on stderr, PE 0 only (stdout stays pure CSV).
@@ -558,7 +648,7 @@ struct context {
 };
 
 inline void print_header() {
-  std::printf("impl,benchmark,scope,pes,bytes,iters,median_us,min_us,p90_us,gbps\n");
+  std::printf("impl,benchmark,scope,pes,bytes,iters,median_us,min_us,p90_us,gbps,round,grid,threads,note\n");
   std::fflush(stdout);
 }
 
@@ -590,7 +680,12 @@ inline context start(int argc, char** argv, const char* impl) {
   BENCH_CUDA(cudaGetDeviceProperties(&prop, c.device));
   c.device_name = prop.name;
   c.sm_count = c.link.broadcast(prop.multiProcessorCount);
+  int l2 = 0;
+  BENCH_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, c.device));
+  c.l2_bytes = c.link.broadcast(std::size_t(l2));
   BENCH_CUDA(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
+  BENCH_CUDA(cudaMalloc(&c.steps.counter, 2 * sizeof(unsigned long long)));
+  BENCH_CUDA(cudaMemset(c.steps.counter, 0, 2 * sizeof(unsigned long long)));
   std::vector<int> devs = c.link.allgather(c.device);
   const char* mps = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
   std::string others;
@@ -599,7 +694,11 @@ inline context start(int argc, char** argv, const char* impl) {
   c.note("%d device(s); PE 0 on device %d (%s, %d SMs, cc %d.%d), %s; MPS pipe dir: %s", ndev, c.device, prop.name,
          prop.multiProcessorCount, prop.major, prop.minor, others.c_str(),
          mps ? mps : "(unset: default /tmp/nvidia-mps if a daemon runs)");
-  if (!c.pairwise()) c.note("%d PEs: collective points only (the point-to-point points are 2-PE points)", c.npes());
+  c.note("L2 %zu bytes; L2-cold scopes rotate over %zu bytes%s; round %d", c.l2_bytes, c.opt.cold_span,
+         c.opt.cold_span < 4 * c.l2_bytes ? " (LESS than 4 x L2: raise --cold-span)" : "", c.opt.round);
+  if (!c.pairwise())
+    c.note("%d PEs: pair points (PE 2k with 2k+1, all pairs at once) and collective points only", c.npes());
+  if (c.npes() % 2 != 0) c.note("%d PEs (odd): collective points only", c.npes());
   return c;
 }
 
@@ -683,7 +782,8 @@ private:
 };
 
 // Times `launch(iters)`, which enqueues on `s` the work of `iters` iterations (normally one kernel that loops).
-// `iters == 0`: calibrate it, growing 8x until one launch takes target_ms/8, then scaling to target_ms.
+// `iters == 0`: calibrate it, growing 8x until one launch takes target_ms/8, then scaling to target_ms, and never
+// below opt.min_iters (a slow point is re-measured with more iterations rather than timed over one).
 // One warm-up launch, then opt.reps timed launches (3 if one launch takes over 5x the target); the stats are
 // microseconds per iteration.
 // `both`: a two-sided or collective point (ping-pong, barrier, collectives) that every PE runs in lockstep: every
@@ -704,7 +804,9 @@ measurement measure(Launch&& launch, cudaStream_t s, const options& opt, double 
       double ms = std::max(run(n), 1e-4);
       long long next = 0, chosen = 0;
       if (ms < target_ms / 8 && n < opt.max_iters) next = std::min(n * 8, opt.max_iters);
-      else chosen = std::clamp<long long>(std::llround(double(n) * target_ms / ms), 1, opt.max_iters);
+      else
+        chosen = std::clamp<long long>(
+            std::llround(double(n) * target_ms / ms), std::min(opt.min_iters, opt.max_iters), opt.max_iters);
       if (both) {
         next = both->broadcast(next);
         chosen = both->broadcast(chosen);
@@ -774,77 +876,248 @@ inline unsigned long long count_mismatches(const void* p, std::size_t bytes, std
 
 enum class direction { put, get };
 
-// A point where only PE 0 issues operations (put_bw, get_bw, p_lat, ...). Both PEs call it with the same
-// arguments except the pointers. `local_target`: where the data lands if this PE owns it (PE 1's buffer for a
-// put, PE 0's own buffer for a get), or nullptr for points without a payload check. The owner clears it, PE 0
-// measures, the owner checks the first `bytes` against the pattern of `seed`. Returns nothing (and sets c.rc)
-// when the check fails; PE 1 gets an empty measurement it must ignore.
+// Whether this PE owns the target of one-sided point `d`: the partner of an issuer for a put, the issuer for a get.
+// Either way the owner's target receives the partner's src, the pattern of seed partner() + 1.
+inline bool owns_target(const context& c, direction d) {
+  return d == direction::put ? !c.issuer() : c.issuer();
+}
+
+// Every PE's count of wrong words; prints VERIFY FAILED for each PE with some and sets c.rc. True when all are 0.
+inline bool verify_all(context& c, unsigned long long mine, std::size_t words) {
+  std::vector<unsigned long long> all = c.link.allgather(mine);
+  bool ok = true;
+  for (int k = 0; k < c.npes(); ++k) {
+    if (all[std::size_t(k)] == 0) continue;
+    ok = false;
+    if (c.pe == 0)
+      std::fprintf(stderr, "[pe 0] VERIFY FAILED: %s: PE %d: %llu of %zu words wrong after the copy\n", g_step, k,
+                   all[std::size_t(k)], words);
+  }
+  if (!ok) c.rc = 1;
+  return ok;
+}
+
+// Dies when a grid-wide step of the last launches timed out (its blocks were not all resident: a bug of the caps).
+inline void check_steps(context& c) {
+  unsigned long long flag = 0;
+  BENCH_CUDA(cudaMemcpy(&flag, c.steps.counter + 1, sizeof flag, cudaMemcpyDeviceToHost));
+  if (flag)
+    die(1,
+        "a grid-wide step waited 10 s for blocks that never arrived: the grid was larger than the resident blocks "
+        "[during: %s]",
+        g_step);
+}
+
+// A point where the issuing PEs operate and their partners wait (put_bw, get_bw, p_lat, ...). Every PE calls it with
+// the same arguments except the pointers. `local_target`: where the data lands if this PE owns it (owns_target), or
+// nullptr for points without a payload check; `seed`: the pattern it must then hold (normally partner() + 1). The
+// owners clear it, the issuers measure (2 PEs: PE 0 alone; 4 or 8: every pair at once, in lockstep, PE 0's
+// calibration for all), the owners check the first `bytes`. Returns nothing (and sets c.rc) when a check fails; the
+// measurement is PE 0's (the others get one they must ignore).
 template <class Launch>
 std::optional<measurement> one_sided(context& c, direction d, void* local_target, std::size_t bytes, std::uint32_t seed,
                                      double target_ms, Launch&& launch) {
-  int owner = d == direction::put ? 1 : 0;
-  bool check = local_target != nullptr;
-  if (check && c.pe == owner) {
+  const bool check = local_target != nullptr, owner = owns_target(c, d);
+  if (check && owner) {
     BENCH_CUDA(cudaMemsetAsync(local_target, 0, bytes, c.stream));
     BENCH_CUDA(cudaStreamSynchronize(c.stream));
   }
   c.link.barrier();
   measurement m;
-  if (c.pe == 0) m = measure(launch, c.stream, c.opt, target_ms);
+  if (c.npes() == 2) {
+    if (c.pe == 0) m = measure(launch, c.stream, c.opt, target_ms);
+  } else {
+    m = measure(
+        [&](long long n) {
+          if (c.issuer()) launch(n);
+        },
+        c.stream, c.opt, target_ms, &c.link);
+  }
+  if (c.issuer()) check_steps(c);
   c.link.barrier();
   unsigned long long bad = 0;
-  if (check && c.pe == owner) bad = count_mismatches(local_target, bytes, seed, c.stream);
-  bad = c.link.broadcast(bad, owner);
-  if (bad) {
-    if (c.pe == 0)
-      std::fprintf(stderr, "[pe 0] VERIFY FAILED: %s: %llu of %zu words wrong after the copy\n", g_step, bad,
-                   bytes / 4);
-    c.rc = 1;
-    return std::nullopt;
-  }
+  if (check && owner) bad = count_mismatches(local_target, bytes, seed, c.stream);
+  if (!verify_all(c, bad, bytes / 4)) return std::nullopt;
   return m;
 }
 
-// Launch shapes tried for block-scoped bulk transfers; every implementation reports its best (fairness: no
-// implementation is stuck with a shape that suits another). Grid = k * SMs, k in {1, 2, 4}; 512 or 1024 threads.
-struct block_shape {
-  int grid;
-  int threads;
+// bidir_put_bw: both PEs of every pair put `bytes` into each other at once (lockstep launches); each checks that its
+// `local_target` holds its partner's pattern afterwards.
+template <class Launch>
+std::optional<measurement>
+two_sided_bw(context& c, void* local_target, std::size_t bytes, double target_ms, Launch&& launch) {
+  BENCH_CUDA(cudaMemsetAsync(local_target, 0, bytes, c.stream));
+  BENCH_CUDA(cudaStreamSynchronize(c.stream));
+  c.link.barrier();
+  measurement m = measure(launch, c.stream, c.opt, target_ms, &c.link);
+  check_steps(c);
+  c.link.barrier();
+  unsigned long long bad = count_mismatches(local_target, bytes, std::uint32_t(c.partner() + 1), c.stream);
+  if (!verify_all(c, bad, bytes / 4)) return std::nullopt;
+  return m;
+}
+
+// ---- bulk copies: the work of one iteration -------------------------------------------------------------------------
+__device__ inline unsigned long long globaltimer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+constexpr unsigned long long step_timeout_ns = 10'000'000'000ull;
+
+// The grid-wide step: every block's thread 0 counts its arrival and waits until the whole grid has arrived (`target`
+// arrivals since the counter's creation), as perftest's bandwidth kernels do between iterations, so that no block
+// runs ahead into an iteration whose data another block still brings into L2. A step waiting 10 s sets counter[1]
+// and gives up (check_steps reports it).
+__device__ inline void grid_step(unsigned long long* counter, unsigned long long target) {
+  __syncthreads(); // the block has issued this iteration's copy
+  if (threadIdx.x == 0) {
+    atomicAdd(counter, 1ull);
+    auto* seen = reinterpret_cast<volatile unsigned long long*>(counter);
+    unsigned spins = 0;
+    unsigned long long t0 = 0;
+    while (seen[0] < target) {
+      if ((++spins & 4095u) != 0) continue;
+      if (seen[1] != 0) break;
+      unsigned long long t = globaltimer_ns();
+      if (t0 == 0) t0 = t;
+      else if (t - t0 > step_timeout_ns) {
+        seen[1] = 1;
+        break;
+      }
+    }
+  }
+  __syncthreads();
+}
+
+// What one iteration of a bulk copy covers, the same for every implementation: block b copies bytes [b*chunk,
+// (b+1)*chunk) of the iteration's slot (slot it % slots, slot_stride bytes apart: one slot, offset 0, for the L2-hot
+// scopes; for *_cold, slots spanning --cold-span), then, with a counter, the grid meets in grid_step. Every block runs
+// every step, also a block without bytes (sizes smaller than the grid).
+struct bulk_plan {
+  std::size_t bytes = 0, chunk = 0, slot_stride = 0;
+  unsigned slots = 1;
+  unsigned long long* counter = nullptr; // null: no grid step (one-warp and one-thread launches)
+  unsigned long long base = 0;           // the counter's arrivals before this launch
+
+  __device__ std::size_t block_offset() const { return blockIdx.x * chunk; }
+  __device__ std::size_t block_bytes() const {
+    const std::size_t off = block_offset();
+    return off < bytes ? (chunk < bytes - off ? chunk : bytes - off) : 0;
+  }
+  __device__ std::size_t slot_offset(long long it) const { return std::size_t(it % slots) * slot_stride; }
+  __device__ void step(long long it) const {
+    if (counter) grid_step(counter, base + static_cast<unsigned long long>(it + 1) * gridDim.x);
+  }
 };
-inline std::vector<block_shape> block_shapes(int sm_count) {
-  std::vector<block_shape> v;
-  for (int k : {1, 2, 4})
-    for (int t : {512, 1024})
-      v.push_back({k * sm_count, t});
-  return v;
-}
-// The largest block `kernel` can be launched with (registers): shapes above it are skipped, not failed.
-inline int max_block_threads(const void* kernel) {
-  cudaFuncAttributes a{};
-  BENCH_CUDA(cudaFuncGetAttributes(&a, kernel));
-  return a.maxThreadsPerBlock;
-}
+
 // Bytes per block for `bytes` split over `grid` blocks, rounded up to 16 so every chunk stays int4-aligned.
 inline std::size_t chunk_bytes(std::size_t bytes, int grid) {
   std::size_t c = (bytes + std::size_t(grid) - 1) / std::size_t(grid);
   return (c + 15) / 16 * 16;
 }
 
-// Keeps the best (lowest median) of several measurements of one point, remembering which shape won.
+// The plan of `bytes` over `grid` blocks: L2-cold (`cold`) or not, with the grid step (`step`) or not. The caller sets
+// `base` per launch: plan.base = c.steps.next(grid, iters).
+inline bulk_plan make_plan(const context& c, std::size_t bytes, int grid, bool cold, bool step) {
+  bulk_plan p;
+  p.bytes = bytes;
+  p.chunk = chunk_bytes(bytes, grid);
+  if (cold) {
+    p.slot_stride = (bytes + 4095) / 4096 * 4096;
+    p.slots = unsigned(std::max<std::size_t>(1, c.opt.cold_span / p.slot_stride));
+  }
+  p.counter = step ? c.steps.counter : nullptr;
+  return p;
+}
+
+// Launch shapes tried for grid-stepped bulk copies, the same candidates for every implementation (each reports its
+// best, in the row's grid and threads): 256, 512 and 1024 threads, each with the largest grid whose blocks are all
+// resident at once (the occupancy of the implementation's own kernel, divided among the `concurrent` PEs that launch
+// such kernels on this GPU at the same time) and with one block per SM when that is fewer.
+struct block_shape {
+  int grid;
+  int threads;
+};
+// The largest block `kernel` can be launched with (registers): shapes above it are skipped, not failed.
+inline int max_block_threads(const void* kernel) {
+  cudaFuncAttributes a{};
+  BENCH_CUDA(cudaFuncGetAttributes(&a, kernel));
+  return a.maxThreadsPerBlock;
+}
+inline int resident_blocks(const context& c, const void* kernel, int threads, int concurrent) {
+  int per_sm = 0;
+  BENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
+  return per_sm * c.sm_count / std::max(1, concurrent);
+}
+inline std::vector<block_shape> block_shapes(const context& c, const void* kernel, int concurrent) {
+  std::vector<block_shape> v;
+  const int max_threads = max_block_threads(kernel), per_sm_grid = c.sm_count / std::max(1, concurrent);
+  for (int t : {256, 512, 1024}) {
+    if (t > max_threads) continue;
+    int cap = resident_blocks(c, kernel, t, concurrent);
+    if (cap < 1) continue;
+    v.push_back({cap, t});
+    if (per_sm_grid >= 1 && per_sm_grid < cap) v.push_back({per_sm_grid, t});
+  }
+  return v;
+}
+// PEs of this GPU that issue one-sided points at once (one of each pair).
+inline int issuers_per_device(const context& c) {
+  return std::max(1, (c.pes_per_device() + 1) / 2);
+}
+
+// Keeps the best (lowest median) of several measurements of one point, remembering its shape and label.
 struct best_of {
   std::optional<measurement> best;
-  std::string label;
-  void offer(const std::optional<measurement>& m, std::string what) {
+  row_info info;
+  void offer(const std::optional<measurement>& m, row_info what) {
     if (m && (!best || m->st.median_us < best->st.median_us)) {
       best = m;
-      label = std::move(what);
+      info = std::move(what);
     }
   }
 };
 
+// The scopes of put_bw / get_bw, the same in every program (rows are compared on benchmark, scope and bytes):
+//   block        grid of blocks (block_shapes), each its chunk, grid-wide step after every iteration;
+//   block_sync   the same with the group synchronised after every call (NVSHMEM's block calls do so themselves);
+//   block_cold   block, over slots spanning --cold-span (never served by L2);
+//   warp, warp_sync  one warp copies everything (warp_sync: __syncwarp / warp.sync() after every call);
+//   thread       one thread copies everything;
+//   stream, stream_cold  host-issued on a stream (the copy engine for raw), one call per iteration.
+enum class launch_kind { block, warp, thread, stream };
+struct bulk_scope {
+  const char* name;
+  launch_kind kind;
+  bool sync, cold;
+};
+inline constexpr bulk_scope bulk_scopes[] = {
+    {"block", launch_kind::block, false, false},     {"block_sync", launch_kind::block, true, false},
+    {"block_cold", launch_kind::block, false, true}, {"warp", launch_kind::warp, false, false},
+    {"warp_sync", launch_kind::warp, true, false},   {"thread", launch_kind::thread, false, false},
+    {"stream", launch_kind::stream, false, false},   {"stream_cold", launch_kind::stream, false, true}};
+
+// The sizes of a bulk scope: L2-cold ones from 1 MiB (4x steps at least), one warp or thread up to --small-max-bytes.
+inline std::vector<std::size_t> bulk_sizes(const context& c, const bulk_scope& s) {
+  if (s.cold)
+    return sweep(std::max<std::size_t>(c.opt.min_bytes, 1 * MiB), c.opt.max_bytes, std::max(4, c.opt.sweep_factor));
+  if (s.kind == launch_kind::warp || s.kind == launch_kind::thread)
+    return sweep(c.opt.min_bytes, c.opt.small_max_bytes, c.opt.sweep_factor);
+  return sweep(c.opt.min_bytes, c.opt.max_bytes, c.opt.sweep_factor);
+}
+// bidir_put_bw and the pair points at 4 or 8 PEs: from 64 KiB (below it they measure launch skew), 4x steps at least.
+inline std::vector<std::size_t> pair_sizes(const context& c) {
+  return sweep(std::max<std::size_t>(c.opt.min_bytes, 64 * KiB), c.opt.max_bytes, std::max(4, c.opt.sweep_factor));
+}
+// The grid and threads of p_rate / grid (and atomic_fetch_add_tput): 4 blocks of 256 threads per SM.
+inline constexpr int rate_blocks_per_sm = 4, rate_threads = 256;
+
 // ---- collective points ----------------------------------------------------------------------------------------------
 // broadcast_bw, fcollect_bw, alltoall_bw, allreduce_bw (float sum), reduce_scatter_bw: scope "stream" (host-issued on
-// a stream, one call per iteration), every PE in lockstep, at any --pes. "bytes" follows nccl-tests (algorithm
+// a stream, one call per iteration) or "block" (device-side: one kernel per launch, one block per PE, looping over
+// the calls), every PE in lockstep, at any --pes. "bytes" follows nccl-tests (algorithm
 // bandwidth = bytes / time per call):
 //   broadcast_bw       the vector: root's src and every dst are `bytes` (root: PE 0);
 //   fcollect_bw        the gathered result: src is bytes / N per PE, dst is bytes (N blocks, PE k's in block k);
@@ -940,7 +1213,7 @@ __global__ void coll_verify_kernel(const std::uint32_t* dst, coll_shape s, int p
 
 // One way of running a collective point (an implementation may offer several and keep the best, as block_shapes).
 struct coll_variant {
-  std::string label;
+  row_info info;                         // the row's shape and note when this variant is the best
   std::function<void(long long)> launch; // enqueues `n` calls on the context's stream
   std::function<void()> after = {};      // optional, after the timed launches (e.g. an error-flag check)
 };
@@ -950,24 +1223,29 @@ struct coll_variant {
 // `variants(shape)` returns the ways to run one size. Every variant of every size: all PEs clear their dst, then are
 // timed in lockstep (measure with the link), then every PE checks its whole dst on the GPU; a mismatch on any PE
 // prints VERIFY FAILED, drops the row and makes the program exit 1. The row is the best verified variant.
+// `scope`: "stream" (sizes up to --coll-max-bytes) or "block" (up to --coll-block-max-bytes).
 template <class Variants>
-void collective_sweep(context& c, coll_kind kind, void* src, void* dst, std::size_t capacity, Variants&& variants) {
+void collective_sweep(context& c, coll_kind kind, const char* scope, void* src, void* dst, std::size_t capacity,
+                      Variants&& variants) {
   const char* name = coll_name(kind);
-  if (!c.opt.wants(name, "stream")) return;
-  set_step("%s %s input", c.impl.c_str(), name);
+  if (!c.opt.wants(name, scope)) return;
+  const bool block = std::string_view(scope) == "block";
+  set_step("%s %s %s input", c.impl.c_str(), name, scope);
   coll_fill_kernel<<<1024, 256, 0, c.stream>>>(static_cast<std::uint32_t*>(src), capacity / 4, c.pe, coll_reduces(kind));
   BENCH_LAUNCH_CHECK();
   BENCH_CUDA(cudaStreamSynchronize(c.stream));
   c.link.barrier();
   static unsigned long long* bad = nullptr; // one per process, never freed (lives as long as the context)
   if (!bad) BENCH_CUDA(cudaMalloc(&bad, sizeof *bad));
-  for (std::size_t bytes : sweep(std::max<std::size_t>(c.opt.min_bytes, 1 * KiB), c.opt.max_bytes)) {
+  for (std::size_t bytes : sweep(std::max<std::size_t>(c.opt.min_bytes, 1 * KiB),
+                                 block ? c.opt.coll_block_max_bytes : c.opt.coll_max_bytes, c.opt.sweep_factor)) {
     std::optional<coll_shape> shape = make_coll_shape(kind, bytes, c.npes());
     if (!shape || shape->src_bytes > capacity || shape->dst_bytes > capacity) continue;
     best_of best;
     std::vector<coll_variant> vs = variants(*shape);
     for (coll_variant& v : vs) {
-      set_step("%s %s %zu bytes, %d PEs (%s)", c.impl.c_str(), name, shape->bytes, c.npes(), v.label.c_str());
+      set_step("%s %s %s %zu bytes, %d PEs (%s)", c.impl.c_str(), name, scope, shape->bytes, c.npes(),
+               v.info.note.c_str());
       BENCH_CUDA(cudaMemsetAsync(dst, 0, shape->dst_bytes, c.stream));
       BENCH_CUDA(cudaStreamSynchronize(c.stream));
       c.link.barrier(); // every dst is clear before any PE's first call may store into it
@@ -982,34 +1260,16 @@ void collective_sweep(context& c, coll_kind kind, void* src, void* dst, std::siz
       unsigned long long mine = 0;
       BENCH_CUDA(cudaMemcpyAsync(&mine, bad, sizeof mine, cudaMemcpyDeviceToHost, c.stream));
       BENCH_CUDA(cudaStreamSynchronize(c.stream));
-      std::vector<unsigned long long> all = c.link.allgather(mine);
-      bool ok = true;
-      for (int k = 0; k < c.npes(); ++k) {
-        if (all[std::size_t(k)] == 0) continue;
-        ok = false;
-        if (c.pe == 0)
-          std::fprintf(stderr, "[pe 0] VERIFY FAILED: %s: PE %d: %llu of %zu result words wrong\n", g_step, k,
-                       all[std::size_t(k)], nwords);
-      }
-      if (!ok) {
-        c.rc = 1;
-        continue;
-      }
-      best.offer(m, v.label);
+      if (!verify_all(c, mine, nwords)) continue;
+      best.offer(m, v.info);
     }
     if (best.best) {
       const measurement& m = *best.best;
-      c.row(name, "stream", shape->bytes, m.iters, m.st.median_us, m.st.min_us, m.st.p90_us, true);
-      if (vs.size() > 1) c.note("%s %zu, %d PEs: best %s", name, shape->bytes, c.npes(), best.label.c_str());
+      c.row(name, scope, shape->bytes, m.iters, m.st.median_us, m.st.min_us, m.st.p90_us, true, best.info);
+      if (vs.size() > 1)
+        c.note("%s %s %zu, %d PEs: best %s", name, scope, shape->bytes, c.npes(), best.info.note.c_str());
     }
   }
-}
-
-// ---- device helpers -------------------------------------------------------------------------------------------------
-__device__ inline unsigned long long globaltimer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
 }
 
 } // namespace bench

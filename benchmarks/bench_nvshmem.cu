@@ -1,6 +1,8 @@
 // bench_nvshmem.cu — the NVSHMEM 3.4.5 side of the comparison suite, each point through NVSHMEM's best call for it.
 // Rows: impl "nvshmem". Same harness, same points, same row format as bench_raw.cu; the collective points use the
-// nvshmemx_*_on_stream collectives on NVSHMEM_TEAM_WORLD.
+// nvshmemx_*_on_stream collectives on NVSHMEM_TEAM_WORLD (scope "stream"; without NVLS, which stays off here, they run
+// one CTA, and their rows say so in the note column) and the device-side nvshmemx_*_block collectives (scope "block",
+// one block per PE, beside symm's device form).
 //
 // N PEs by fork (bench_common.cuh, --pes, default 2), bootstrapped with a unique id: PE 0 calls
 // nvshmemx_get_uniqueid and sends it to every PE over the harness's sockets, all call
@@ -9,7 +11,10 @@
 // Needs -rdc=true and libnvshmem_device.a linked exactly once (see meson.build).
 //
 // Fairness: bulk transfers try both the blocking and the _nbi form of each call (+ one nvshmem_quiet at the end of
-// the kernel) and, for block scope, the same grid x block shapes as the other implementations; the row is the best.
+// the kernel) and, for block scopes, the same grid x block shapes and the same grid-wide step per iteration as the
+// other implementations (bench::bulk_plan); the row is the best. NVSHMEM's block and warp calls synchronise the group
+// at entry and exit, so its block_sync / warp_sync rows (where symm and raw add group.sync()) repeat its block / warp
+// measurement, said in the note column.
 // Environment set before the fork unless already set (see docs/benchmarks.md and the project's DESIGN.md):
 //   NVSHMEM_REMOTE_TRANSPORT=none      one host, P2P only: no IB / UCX probing
 //   NVSHMEM_DISABLE_NVLS=1             no multicast objects (not lent, and not what is measured)
@@ -29,37 +34,41 @@ using namespace bench;
 // ------------------------------------------------------------------------------------------------------------
 enum scope_id : int { scope_block = 0, scope_warp = 1, scope_thread = 2 };
 
-// put_bw / get_bw: block b moves [b*chunk, (b+1)*chunk) `iters` times through the scope's call; one quiet at the end.
+// put_bw / get_bw / bidir_put_bw: iteration `it` moves the block's chunk of the plan's slot (bench::bulk_plan) through
+// the scope's call, then block scopes take the grid-wide step (as perftest's shmem_put_bw); one quiet at the end.
+// NVSHMEM's block and warp calls synchronise the group at their entry and exit: its *_sync rows are these rows.
 template <bool Put, bool Nbi, int Scope>
-__global__ void __launch_bounds__(1024)
-    nv_bulk(char* dst, const char* src, std::size_t bytes, std::size_t chunk, int peer, long long iters) {
-  std::size_t off = blockIdx.x * chunk;
-  std::size_t n = off < bytes ? std::min(chunk, bytes - off) : 0;
-  if (n != 0) { // uniform across the block: the block- and warp-scoped calls need all their threads
-    for (long long it = 0; it < iters; ++it) {
+__global__ void __launch_bounds__(1024) nv_bulk(char* dst, const char* src, bulk_plan plan, int peer, long long iters) {
+  const std::size_t n = plan.block_bytes(), off = plan.block_offset();
+  for (long long it = 0; it < iters; ++it) {
+    const std::size_t at = plan.slot_offset(it) + off;
+    char* d = dst + at;
+    const char* s = src + at;
+    if (n != 0) { // uniform across the block: the block- and warp-scoped calls need all their threads
       if constexpr (Scope == scope_block) {
-        if constexpr (Put && Nbi) nvshmemx_putmem_nbi_block(dst + off, src + off, n, peer);
-        else if constexpr (Put) nvshmemx_putmem_block(dst + off, src + off, n, peer);
-        else if constexpr (Nbi) nvshmemx_getmem_nbi_block(dst + off, src + off, n, peer);
-        else nvshmemx_getmem_block(dst + off, src + off, n, peer);
+        if constexpr (Put && Nbi) nvshmemx_putmem_nbi_block(d, s, n, peer);
+        else if constexpr (Put) nvshmemx_putmem_block(d, s, n, peer);
+        else if constexpr (Nbi) nvshmemx_getmem_nbi_block(d, s, n, peer);
+        else nvshmemx_getmem_block(d, s, n, peer);
       } else if constexpr (Scope == scope_warp) {
-        if constexpr (Put && Nbi) nvshmemx_putmem_nbi_warp(dst + off, src + off, n, peer);
-        else if constexpr (Put) nvshmemx_putmem_warp(dst + off, src + off, n, peer);
-        else if constexpr (Nbi) nvshmemx_getmem_nbi_warp(dst + off, src + off, n, peer);
-        else nvshmemx_getmem_warp(dst + off, src + off, n, peer);
+        if constexpr (Put && Nbi) nvshmemx_putmem_nbi_warp(d, s, n, peer);
+        else if constexpr (Put) nvshmemx_putmem_warp(d, s, n, peer);
+        else if constexpr (Nbi) nvshmemx_getmem_nbi_warp(d, s, n, peer);
+        else nvshmemx_getmem_warp(d, s, n, peer);
       } else {
-        if constexpr (Put && Nbi) nvshmem_putmem_nbi(dst + off, src + off, n, peer);
-        else if constexpr (Put) nvshmem_putmem(dst + off, src + off, n, peer);
-        else if constexpr (Nbi) nvshmem_getmem_nbi(dst + off, src + off, n, peer);
-        else nvshmem_getmem(dst + off, src + off, n, peer);
+        if constexpr (Put && Nbi) nvshmem_putmem_nbi(d, s, n, peer);
+        else if constexpr (Put) nvshmem_putmem(d, s, n, peer);
+        else if constexpr (Nbi) nvshmem_getmem_nbi(d, s, n, peer);
+        else nvshmem_getmem(d, s, n, peer);
       }
     }
+    plan.step(it);
   }
   __syncthreads();
   if (threadIdx.x == 0) nvshmem_quiet();
 }
 
-using bulk_fn = void (*)(char*, const char*, std::size_t, std::size_t, int, long long);
+using bulk_fn = void (*)(char*, const char*, bulk_plan, int, long long);
 
 template <bool Put, bool Nbi>
 bulk_fn bulk_kernel(int scope) {
@@ -82,11 +91,23 @@ __global__ void nv_p_lat(int* dst, int mask, int peer, long long iters) {
   }
 }
 
-// g_lat: dependent nvshmem_int_g (next address depends on the value; `mask` is 0 at run time).
+// p_rate: every thread nvshmem_int_p's its 4-byte word to the peer, `iters` times (as perftest's shmem_p_bw), one quiet
+// at the end. The word is the put pattern, so the target can be verified.
+__global__ void nv_p_rate(int* dst, int peer, long long iters) {
+  const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
+  const int v = int(pattern_word(tid, 1));
+  for (long long i = 0; i < iters; ++i)
+    nvshmem_int_p(dst + tid, v, peer);
+  __syncthreads();
+  if (threadIdx.x == 0) nvshmem_quiet();
+}
+
+// g_lat: dependent nvshmem_int_g over g_spread_words lines, more than L1 holds (over P2P nvshmem_int_g is a plain
+// load, which L1 would otherwise serve; the next address depends on the value: `mask` is 0 at run time).
 __global__ void nv_g_lat(const int* src, int mask, int peer, long long iters, int* sink) {
   int v = 0;
   for (long long i = 0; i < iters; ++i)
-    v = nvshmem_int_g(src + (v & mask), peer);
+    v = nvshmem_int_g(src + (i & (g_spread_words - 1)) * g_spread_stride + (v & mask), peer);
   *sink = v;
 }
 
@@ -106,12 +127,12 @@ __global__ void nv_atomic_tput(int* dst, int peer, long long iters, int* sink) {
   sink[tid] = acc;
 }
 
-// pingpong: nvshmem_int_p of the sequence number + nvshmem_int_wait_until, full round trips.
+// pingpong: nvshmem_int_p of the sequence number + nvshmem_int_wait_until, full round trips (PE 2k with 2k+1).
 __global__ void nv_pingpong(int* flag, int pe, int base, long long iters) {
-  int peer = 1 - pe;
+  int peer = pe ^ 1;
   for (long long i = 1; i <= iters; ++i) {
     int v = base + int(i);
-    if (pe == 0) {
+    if (pe % 2 == 0) {
       nvshmem_int_p(flag, v, peer);
       nvshmem_int_wait_until(flag, NVSHMEM_CMP_GE, v);
     } else {
@@ -138,6 +159,26 @@ __global__ void nv_barrier(long long iters) {
   for (long long i = 0; i < iters; ++i) {
     if constexpr (Block) nvshmemx_barrier_all_block();
     else nvshmem_barrier_all();
+  }
+}
+
+// Device-side collectives, scope "block": one block per PE calls NVSHMEM's nvshmemx_*_block collective on
+// NVSHMEM_TEAM_WORLD `iters` times (launched with nvshmemx_collective_launch). nelem as the on-stream calls'.
+constexpr int coll_block_threads = 1024;
+template <coll_kind Kind>
+__global__ void __launch_bounds__(coll_block_threads)
+    nv_block_collective(char* dst, const char* src, std::size_t nelem, long long iters) {
+  auto* fdst = reinterpret_cast<float*>(dst);
+  const auto* fsrc = reinterpret_cast<const float*>(src);
+  for (long long i = 0; i < iters; ++i) {
+    // The char form: nvshmemx.h declares nvshmemx_broadcastmem_block without its root argument in 3.4.5.
+    if constexpr (Kind == coll_kind::broadcast)
+      nvshmemx_char_broadcast_block(NVSHMEM_TEAM_WORLD, dst, src, nelem, coll_root);
+    else if constexpr (Kind == coll_kind::fcollect) nvshmemx_fcollectmem_block(NVSHMEM_TEAM_WORLD, dst, src, nelem);
+    else if constexpr (Kind == coll_kind::alltoall) nvshmemx_alltoallmem_block(NVSHMEM_TEAM_WORLD, dst, src, nelem);
+    else if constexpr (Kind == coll_kind::allreduce)
+      nvshmemx_float_sum_reduce_block(NVSHMEM_TEAM_WORLD, fdst, fsrc, nelem);
+    else nvshmemx_float_sum_reducescatter_block(NVSHMEM_TEAM_WORLD, fdst, fsrc, nelem);
   }
 }
 
@@ -183,53 +224,82 @@ struct buffers {
   int* sink;  // local, sinks of the latency / throughput kernels
 };
 
-void bulk(context& c, const buffers& b, direction d, const char* scope) {
-  const char* name = d == direction::put ? "put_bw" : "get_bw";
-  if (!c.opt.wants(name, scope)) return;
-  std::string_view sc = scope;
-  bool small = sc == "warp" || sc == "thread";
-  bool put = d == direction::put;
-  std::uint32_t seed = put ? 1u : 2u;
-  int peer = 1 - c.pe;
-  for (std::size_t bytes : sweep(c.opt.min_bytes, small ? c.opt.small_max_bytes : c.opt.max_bytes)) {
-    set_step("nvshmem %s %s %zu bytes", name, scope, bytes);
-    best_of best;
-    if (sc == "stream") {
-      best.offer(one_sided(c, d, b.dst, bytes, seed, c.opt.target_ms,
-                           [&](long long n) {
-                             for (long long i = 0; i < n; ++i) {
-                               if (put) nvshmemx_putmem_on_stream(b.dst, b.src, bytes, peer, c.stream);
-                               else nvshmemx_getmem_on_stream(b.dst, b.src, bytes, peer, c.stream);
-                             }
-                           }),
-                 put ? "nvshmemx_putmem_on_stream" : "nvshmemx_getmem_on_stream");
-    } else {
-      int sid = sc == "block" ? scope_block : sc == "warp" ? scope_warp : scope_thread;
+// One bulk row over the scope `sc` (bench::bulk_scopes), measured by `run(launch)` (one_sided, or two_sided_bw for
+// bidir): the best of the blocking and the _nbi form and, for block scopes, of the shapes; `concurrent`: PEs
+// launching grid-stepped kernels on this GPU at once. A *_sync scope gets the rows of its free-running twin (the
+// calls synchronise the group themselves), measured once: `twin` names the scope to emit them under too.
+template <class Run>
+void bulk_row(context& c, const buffers& b, const char* name, direction d, const bulk_scope& sc, std::size_t bytes,
+              int concurrent, Run&& run, double payload_factor = 1.0, const char* twin = nullptr) {
+  set_step("nvshmem %s %s %zu bytes", name, sc.name, bytes);
+  const bool put = d == direction::put;
+  const int peer = c.partner();
+  best_of best;
+  if (sc.kind == launch_kind::stream) {
+    const bulk_plan plan = make_plan(c, bytes, 1, sc.cold, false);
+    best.offer(run([&](long long n) {
+                 for (long long i = 0; i < n; ++i) {
+                   const std::size_t at = std::size_t(i % plan.slots) * plan.slot_stride;
+                   if (put) nvshmemx_putmem_on_stream(b.dst + at, b.src + at, bytes, peer, c.stream);
+                   else nvshmemx_getmem_on_stream(b.dst + at, b.src + at, bytes, peer, c.stream);
+                 }
+               }),
+               {0, 0, put ? "nvshmemx_putmem_on_stream" : "nvshmemx_getmem_on_stream", payload_factor});
+  } else {
+    const int sid = sc.kind == launch_kind::block ? scope_block
+                  : sc.kind == launch_kind::warp  ? scope_warp
+                                                  : scope_thread;
+    for (bool nbi : {false, true}) {
+      bulk_fn k = bulk_kernel(put, nbi, sid);
       std::vector<block_shape> shapes =
-          sid == scope_block  ? block_shapes(c.sm_count)
+          sid == scope_block  ? block_shapes(c, reinterpret_cast<const void*>(k), concurrent)
           : sid == scope_warp ? std::vector<block_shape>{{1, 32}}
                               : std::vector<block_shape>{{1, 1}};
-      for (bool nbi : {false, true}) {
-        bulk_fn k = bulk_kernel(put, nbi, sid);
-        int max_threads = max_block_threads(reinterpret_cast<const void*>(k));
-        for (block_shape s : shapes) {
-          if (s.threads > max_threads) continue;
-          std::size_t chunk = sid == scope_block ? chunk_bytes(bytes, s.grid) : bytes;
-          best.offer(
-              one_sided(c, d, b.dst, bytes, seed, c.opt.target_ms,
-                        [&](long long n) {
-                          k<<<s.grid, s.threads, 0, c.stream>>>(b.dst, b.src, bytes, chunk, peer, n);
-                        }),
-              std::string(nbi ? "nbi " : "blocking ") + std::to_string(s.grid) + "x" + std::to_string(s.threads));
-        }
+      for (block_shape s : shapes) {
+        bulk_plan plan = make_plan(c, bytes, s.grid, sc.cold, sid == scope_block);
+        best.offer(run([&](long long n) {
+                     plan.base = c.steps.next(s.grid, n);
+                     k<<<s.grid, s.threads, 0, c.stream>>>(b.dst, b.src, plan, peer, n);
+                   }),
+                   {s.grid, s.threads, nbi ? "nbi" : "blocking", payload_factor});
       }
     }
-    if (best.best) {
-      const measurement& m = *best.best;
-      c.row(name, scope, bytes, m.iters, m.st.median_us, m.st.min_us, m.st.p90_us, true);
-      if (sc != "stream") c.note("%s %s %zu: best %s", name, scope, bytes, best.label.c_str());
+  }
+  if (best.best) {
+    const measurement& m = *best.best;
+    c.row(name, sc.name, bytes, m.iters, m.st.median_us, m.st.min_us, m.st.p90_us, true, best.info);
+    if (twin) {
+      row_info same = best.info;
+      same.note += " (the calls sync the group: the same measurement as " + std::string(sc.name) + ")";
+      c.row(name, twin, bytes, m.iters, m.st.median_us, m.st.min_us, m.st.p90_us, true, same);
     }
   }
+}
+
+// put_bw / get_bw at every scope (2 PEs), or put_bw / block between the pairs (4 and 8 PEs).
+void bulk(context& c, const buffers& b, direction d, const bulk_scope& sc) {
+  const char* name = d == direction::put ? "put_bw" : "get_bw";
+  if (sc.sync) return; // emitted with the free-running twin (bulk_row's `twin`)
+  std::string twin = std::string(sc.name) + "_sync";
+  const bool has_twin = !sc.cold && (sc.kind == launch_kind::block || sc.kind == launch_kind::warp);
+  const bool want = c.opt.wants(name, sc.name), want_twin = has_twin && c.pairwise() && c.opt.wants(name, twin);
+  if (!want && !want_twin) return;
+  const auto seed = std::uint32_t(c.partner() + 1);
+  for (std::size_t bytes : c.pairwise() ? bulk_sizes(c, sc) : pair_sizes(c))
+    bulk_row(
+        c, b, name, d, sc, bytes, issuers_per_device(c),
+        [&](auto launch) { return one_sided(c, d, b.dst, bytes, seed, c.opt.target_ms, launch); }, 1.0,
+        want_twin ? twin.c_str() : nullptr);
+}
+
+// bidir_put_bw / block: both PEs put into each other at once; gbps counts both directions.
+void bidir(context& c, const buffers& b) {
+  const bulk_scope sc = bulk_scopes[0];
+  if (!c.opt.wants("bidir_put_bw", sc.name)) return;
+  for (std::size_t bytes : pair_sizes(c))
+    bulk_row(
+        c, b, "bidir_put_bw", direction::put, sc, bytes, c.pes_per_device(),
+        [&](auto launch) { return two_sided_bw(c, b.dst, bytes, c.opt.target_ms, launch); }, 2.0);
 }
 
 void latency_points(context& c, const buffers& b) {
@@ -237,7 +307,7 @@ void latency_points(context& c, const buffers& b) {
       [&](const char* name, const char* scope, std::size_t bytes, const std::optional<measurement>& m, bool bw) {
         if (m) c.row(name, scope, bytes, m->iters, m->st.median_us, m->st.min_us, m->st.p90_us, bw);
       };
-  int peer = 1 - c.pe;
+  int peer = c.partner();
   int* atomics = reinterpret_cast<int*>(b.ctrl + ctrl_layout::atomics);
   if (c.opt.wants("p_lat", "thread")) {
     set_step("nvshmem p_lat");
@@ -263,13 +333,24 @@ void latency_points(context& c, const buffers& b) {
   }
   if (c.opt.wants("atomic_fetch_add_tput", "grid")) {
     set_step("nvshmem atomic_fetch_add_tput");
-    int grid = 4 * c.sm_count, threads = 256;
+    int grid = rate_blocks_per_sm * c.sm_count, threads = rate_threads;
     std::size_t nthreads = std::size_t(grid) * threads;
     if (nthreads * 4 > ctrl_layout::atomics_bytes) die(2, "atomic area too small for %zu threads", nthreads);
     emit("atomic_fetch_add_tput", "grid", nthreads * 4,
          one_sided(c, direction::put, nullptr, 4, 0, c.opt.target_ms,
                    [&](long long n) { nv_atomic_tput<<<grid, threads, 0, c.stream>>>(atomics, peer, n, b.sink); }),
          true);
+  }
+  for (const char* scope : {"grid", "warp"}) {
+    if (!c.opt.wants("p_rate", scope)) continue;
+    set_step("nvshmem p_rate %s", scope);
+    const bool grid_wide = std::string_view(scope) == "grid";
+    const int grid = grid_wide ? rate_blocks_per_sm * c.sm_count : 1, threads = grid_wide ? rate_threads : 32;
+    const std::size_t bytes = std::size_t(grid) * std::size_t(threads) * 4;
+    int* dst = reinterpret_cast<int*>(b.dst);
+    auto m = one_sided(c, direction::put, b.dst, bytes, std::uint32_t(c.partner() + 1), c.opt.target_ms,
+                       [&](long long n) { nv_p_rate<<<grid, threads, 0, c.stream>>>(dst, peer, n); });
+    if (m) c.row("p_rate", scope, bytes, m->iters, m->st.median_us, m->st.min_us, m->st.p90_us, true, {grid, threads});
   }
 }
 
@@ -299,6 +380,7 @@ void two_sided_points(context& c, const buffers& b) {
     if (m.st.median_us > 100)
       c.note("pingpong takes %.0f us per round trip: the two PEs' kernels time-slice (no MPS?)", m.st.median_us);
   }
+  if (!c.pairwise()) return; // the rest are 2-PE points
   if (c.opt.wants("pingpong_signal", "thread")) {
     set_step("nvshmem pingpong_signal");
     auto* sig = reinterpret_cast<std::uint64_t*>(b.ctrl + ctrl_layout::signal);
@@ -337,7 +419,7 @@ constexpr std::size_t reduce_scatter_max_bytes = 64 * MiB;
 
 void collective_points(context& c, const buffers& b, std::size_t region) {
   for (coll_kind kind : coll_kinds) {
-    collective_sweep(c, kind, b.src, b.dst, region, [&](const coll_shape& sh) {
+    collective_sweep(c, kind, "stream", b.src, b.dst, region, [&](const coll_shape& sh) {
       const char* what = "";
       std::function<int()> call;
       void* dst = b.dst;
@@ -376,11 +458,37 @@ void collective_points(context& c, const buffers& b, std::size_t region) {
           };
           break;
       }
-      return std::vector<coll_variant>{{what, [call, what](long long n) {
-                                          for (long long i = 0; i < n; ++i)
-                                            if (int st = call(); st != 0)
-                                              die(2, "%s returned %d [during: %s]", what, st, g_step);
-                                        }}};
+      // Without NVLS (off on these machines) NVSHMEM's on-stream collectives run a kernel of one CTA: labelled so.
+      return std::vector<coll_variant>{
+          {row_info{1, 0, std::string(what) + " (1 CTA: NVLS off)"}, [call, what](long long n) {
+             for (long long i = 0; i < n; ++i)
+               if (int st = call(); st != 0) die(2, "%s returned %d [during: %s]", what, st, g_step);
+           }}};
+    });
+    collective_sweep(c, kind, "block", b.src, b.dst, region, [&](const coll_shape& sh) {
+      // nelem: bytes for the data movers (fcollect / alltoall: one PE's block), floats for the reductions.
+      std::size_t nelem =
+          kind == coll_kind::broadcast   ? sh.bytes
+          : kind == coll_kind::allreduce ? sh.bytes / 4
+          : kind == coll_kind::reduce_scatter
+              ? sh.block / 4
+              : sh.block;
+      const void* fn =
+          kind == coll_kind::broadcast  ? reinterpret_cast<const void*>(nv_block_collective<coll_kind::broadcast>)
+          : kind == coll_kind::fcollect ? reinterpret_cast<const void*>(nv_block_collective<coll_kind::fcollect>)
+          : kind == coll_kind::alltoall ? reinterpret_cast<const void*>(nv_block_collective<coll_kind::alltoall>)
+          : kind == coll_kind::allreduce
+              ? reinterpret_cast<const void*>(nv_block_collective<coll_kind::allreduce>)
+              : reinterpret_cast<const void*>(nv_block_collective<coll_kind::reduce_scatter>);
+      char* dst = b.dst;
+      const char* src = b.src;
+      cudaStream_t st = c.stream;
+      return std::vector<coll_variant>{
+          {row_info{1, coll_block_threads, "nvshmemx_*_block"}, [=](long long n) mutable {
+             void* args[] = {&dst, &src, &nelem, &n};
+             int rc = nvshmemx_collective_launch(fn, dim3(1), dim3(coll_block_threads), args, 0, st);
+             if (rc != 0) die(2, "nvshmemx_collective_launch failed: %d [during: %s]", rc, g_step);
+           }}};
     });
   }
 }
@@ -390,7 +498,7 @@ void collective_points(context& c, const buffers& b, std::size_t region) {
 int main(int argc, char** argv) {
   // Environment first: start() forks, and each PE initialises NVSHMEM from it.
   options pre = parse_options(argc, argv);
-  std::size_t region = (pre.max_bytes + 2 * MiB - 1) / (2 * MiB) * (2 * MiB);
+  const std::size_t region = region_bytes(pre);
   set_env_default("NVSHMEM_REMOTE_TRANSPORT", "none");
   set_env_default("NVSHMEM_DISABLE_NVLS", "1");
   set_env_default("NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "1");
@@ -412,11 +520,14 @@ int main(int argc, char** argv) {
 
   if (c.pairwise()) { // 2-PE points
     for (direction d : {direction::put, direction::get})
-      for (const char* scope : {"block", "warp", "thread", "stream"})
-        bulk(c, b, d, scope);
+      for (const bulk_scope& sc : bulk_scopes)
+        bulk(c, b, d, sc);
+    bidir(c, b);
     latency_points(c, b);
-    two_sided_points(c, b);
+  } else if (c.pairs()) { // the pair points at 4 or 8 PEs, all pairs at once
+    bulk(c, b, direction::put, bulk_scopes[0]);
   }
+  if (c.pairs()) two_sided_points(c, b);
   collective_points(c, b, region); // last: they overwrite src
 
   set_step("teardown");

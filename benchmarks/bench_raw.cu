@@ -1,9 +1,13 @@
 // bench_raw.cu — the hand-written CUDA baseline of the comparison suite: what a careful engineer writes without a
 // library. N processes (--pes, default 2; fork before any CUDA call), one heap each, every PE mapping every other
 // PE's heap with CUDA IPC (handles over the harness's sockets); every operation is a plain load, store, atomic or
-// copy through a peer's mapping. Rows: impl "raw". With N > 2 only the collective points run: single-node
-// collective kernels (one kernel per call, per-block flag barriers in the heaps' control areas; broadcast,
-// fcollect, alltoall and reduce_scatter pull from the peers, allreduce is one-shot or two-shot, see below).
+// copy through a peer's mapping: the best a hand-written kernel does (vectorised copies with no byte loop at every
+// scope). Rows: impl "raw"; with 2 PEs also the hbm_floor rows (the same copies within one PE's memory, the floor every
+// bandwidth row is read against). With N > 2 the pair points (put_bw / block, pingpong: PE 2k with 2k+1) and the
+// collective points run: single-node collective kernels (one kernel per call, per-block flag barriers in the heaps'
+// control areas; broadcast, fcollect, alltoall and reduce_scatter pull from the peers, allreduce is one-shot or
+// two-shot, see below). raw has no device-side (one block per PE) collective: the collectives' block scope is symm's
+// and NVSHMEM's alone.
 //
 // Heap exchange: the legacy cudaIpcGetMemHandle / cudaIpcOpenMemHandle by default. If opening fails on any PE
 // (some MPS or container set-ups), all fall back to a VMM allocation exported as a POSIX file descriptor and
@@ -23,11 +27,6 @@ constexpr unsigned long long spin_timeout_ns = 10'000'000'000ull; // a peer sile
 
 __device__ __forceinline__ void st_relaxed_sys(int* p, int v) {
   asm volatile("st.relaxed.sys.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ int ld_relaxed_sys(const int* p) {
-  int v;
-  asm volatile("ld.relaxed.sys.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
 }
 __device__ __forceinline__ void st_release_sys(int* p, int v) {
   asm volatile("st.release.sys.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
@@ -64,11 +63,12 @@ __device__ __forceinline__ bool wait_geq(Load load, T v, int* err) {
   return true;
 }
 
-// Copies `bytes` with 16-byte accesses (dst, src 16-byte aligned) by threads rank..count, 4 loads in flight each.
-__device__ __forceinline__ void
-copy_bytes(char* dst, const char* src, std::size_t bytes, unsigned rank, unsigned count) {
+// Copies `bytes` (dst, src 16-byte aligned) by threads rank..count: a 16-byte vector body, 4 loads in flight per
+// thread, then the tail (bytes % 16) in one piece of each of 8, 4, 2, 1 bytes it needs, the widest aligned type for
+// each, so that a warp or a thread never falls into a byte loop (an 8-byte copy is one 8-byte load and store).
+__device__ __forceinline__ void copy_vec(char* dst, const char* src, std::size_t bytes, unsigned rank, unsigned count) {
   constexpr unsigned unroll = 4;
-  std::size_t n16 = bytes / 16;
+  const std::size_t n16 = bytes / 16;
   auto* d = reinterpret_cast<int4*>(dst);
   auto* s = reinterpret_cast<const int4*>(src);
   std::size_t i = rank;
@@ -83,21 +83,48 @@ copy_bytes(char* dst, const char* src, std::size_t bytes, unsigned rank, unsigne
   }
   for (; i < n16; i += count)
     d[i] = s[i];
-  for (std::size_t j = n16 * 16 + rank; j < bytes; j += count)
-    dst[j] = src[j];
+  std::size_t at = n16 * 16, rest = bytes - at;
+  if (rest == 0) return;
+  // The tail's pieces go to different threads (rank 0 takes the 8-byte one), each at an offset aligned to its size.
+  const unsigned owner8 = 0, owner4 = 1 % count, owner2 = 2 % count, owner1 = 3 % count;
+  if (rest & 8) {
+    if (rank == owner8) *reinterpret_cast<long long*>(dst + at) = *reinterpret_cast<const long long*>(src + at);
+    at += 8;
+  }
+  if (rest & 4) {
+    if (rank == owner4) *reinterpret_cast<int*>(dst + at) = *reinterpret_cast<const int*>(src + at);
+    at += 4;
+  }
+  if (rest & 2) {
+    if (rank == owner2) *reinterpret_cast<short*>(dst + at) = *reinterpret_cast<const short*>(src + at);
+    at += 2;
+  }
+  if ((rest & 1) && rank == owner1) dst[at] = src[at];
 }
 
-// put_bw / get_bw, every scope: block b copies [b*chunk, (b+1)*chunk) with all its threads, `iters` times. Warp
-// scope is this kernel on <<<1, 32>>> with chunk = bytes, thread scope on <<<1, 1>>>.
-__global__ void __launch_bounds__(1024)
-    raw_copy(char* dst, const char* src, std::size_t bytes, std::size_t chunk, long long iters) {
-  std::size_t off = blockIdx.x * chunk;
-  std::size_t n = off < bytes ? std::min(chunk, bytes - off) : 0;
-  if (n != 0) {
-    for (long long it = 0; it < iters; ++it) {
-      copy_bytes(dst + off, src + off, n, threadIdx.x, blockDim.x);
-      asm volatile("" ::: "memory"); // keep every iteration: no merging of repeated identical copies
-    }
+// The copy of one collective kernel's share (its sizes are multiples of 16 bytes).
+__device__ __forceinline__ void
+copy_bytes(char* dst, const char* src, std::size_t bytes, unsigned rank, unsigned count) {
+  copy_vec(dst, src, bytes, rank, count);
+}
+
+// Per-iteration group synchronisation of the *_sync scopes: none, the warp's (__syncwarp), the block's.
+enum class group_sync { none, warp, block };
+
+// put_bw / get_bw / bidir_put_bw / hbm_floor, every scope: iteration `it` copies the block's chunk of the plan's slot
+// with all the block's threads (bench::bulk_plan), then the *_sync scopes synchronise the group and the grid takes its
+// grid-wide step (block scopes; warp scope is this kernel on <<<1, 32>>> and thread scope on <<<1, 1>>>, without
+// one).
+template <group_sync Sync>
+__global__ void __launch_bounds__(1024) raw_copy(char* dst, const char* src, bulk_plan plan, long long iters) {
+  const std::size_t n = plan.block_bytes(), off = plan.block_offset();
+  for (long long it = 0; it < iters; ++it) {
+    const std::size_t at = plan.slot_offset(it) + off;
+    if (n != 0) copy_vec(dst + at, src + at, n, threadIdx.x, blockDim.x);
+    if constexpr (Sync == group_sync::warp) __syncwarp();
+    else if constexpr (Sync == group_sync::block) __syncthreads();
+    plan.step(it);
+    asm volatile("" ::: "memory"); // keep every iteration: no merging of repeated identical copies
   }
   __threadfence_system();
 }
@@ -111,12 +138,24 @@ __global__ void raw_p_lat(int* peer, int mask, long long iters) {
   }
 }
 
-// g_lat: dependent 4-byte loads from the peer's mapping (the next address depends on the loaded value: `mask` is
-// 0 at run time, unknown to the compiler).
+// p_rate: every thread stores its 4-byte word into the peer's mapping, `iters` times (message rate, as perftest's
+// shmem_p_bw), one fence at the end. The word is the put pattern, so the target can be verified.
+__global__ void raw_p_rate(int* peer, long long iters) {
+  const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
+  const int v = int(pattern_word(tid, 1));
+  for (long long i = 0; i < iters; ++i) {
+    peer[tid] = v;
+    asm volatile("" ::: "memory"); // one store per iteration
+  }
+  __threadfence_system();
+}
+
+// g_lat: dependent 4-byte loads from the peer's mapping over g_spread_words lines, more than L1 holds (the next
+// address depends on the loaded value: `mask` is 0 at run time, unknown to the compiler).
 __global__ void raw_g_lat(const int* peer, int mask, long long iters, int* sink) {
   int v = 0;
   for (long long i = 0; i < iters; ++i)
-    v = *reinterpret_cast<const volatile int*>(peer + (v & mask));
+    v = peer[(i & (g_spread_words - 1)) * g_spread_stride + (v & mask)];
   *sink = v;
 }
 
@@ -138,15 +177,17 @@ __global__ void raw_atomic_tput(int* peer, long long iters, int* sink) {
   sink[tid] = acc;
 }
 
-// pingpong: PE 0 stores seq into PE 1's flag and waits for PE 1 to store it back into its own; iters round trips.
-__global__ void raw_pingpong(int* mine, int* theirs, int pe, int base, long long iters, int* err) {
+// pingpong: the issuer (PE 0 of each pair) stores seq into its partner's flag and waits for the partner to store it
+// back into its own; iters round trips. The waits poll with acquire loads, as symm::wait_until and
+// nvshmem_int_wait_until order what follows them.
+__global__ void raw_pingpong(int* mine, int* theirs, bool issuer, int base, long long iters, int* err) {
   for (long long i = 1; i <= iters; ++i) {
     int v = base + int(i);
-    if (pe == 0) {
+    if (issuer) {
       st_relaxed_sys(theirs, v);
-      if (!wait_geq([&] { return ld_relaxed_sys(mine); }, v, err)) return;
+      if (!wait_geq([&] { return ld_acquire_sys(mine); }, v, err)) return;
     } else {
-      if (!wait_geq([&] { return ld_relaxed_sys(mine); }, v, err)) return;
+      if (!wait_geq([&] { return ld_acquire_sys(mine); }, v, err)) return;
       st_relaxed_sys(theirs, v);
     }
   }
@@ -518,45 +559,92 @@ struct buffers {
   }
 };
 
-void bulk(context& c, const buffers& b, direction d, const char* scope) {
+// The copy kernel of a group_sync, as a plain function pointer (for launches and the occupancy queries).
+using copy_fn = void (*)(char*, const char*, bulk_plan, long long);
+copy_fn copy_kernel(group_sync sync) {
+  switch (sync) {
+    case group_sync::none: return raw_copy<group_sync::none>;
+    case group_sync::warp: return raw_copy<group_sync::warp>;
+    default: return raw_copy<group_sync::block>;
+  }
+}
+
+// One bulk row: `to` <- `from` over the scope `sc` (bench::bulk_scopes), measured by `run(launch)` (one_sided, or
+// two_sided_bw for bidir), the best of the shapes; `concurrent`: PEs launching grid-stepped kernels on this GPU at
+// once.
+template <class Run>
+void bulk_row(context& c, const char* name, const bulk_scope& sc, std::size_t bytes, char* to, const char* from,
+              int concurrent, Run&& run, double payload_factor = 1.0) {
+  set_step("raw %s %s %zu bytes", name, sc.name, bytes);
+  best_of best;
+  if (sc.kind == launch_kind::block) {
+    copy_fn k = copy_kernel(sc.sync ? group_sync::block : group_sync::none);
+    for (block_shape s : block_shapes(c, reinterpret_cast<const void*>(k), concurrent)) {
+      bulk_plan plan = make_plan(c, bytes, s.grid, sc.cold, true);
+      best.offer(run([&](long long n) {
+                   plan.base = c.steps.next(s.grid, n);
+                   k<<<s.grid, s.threads, 0, c.stream>>>(to, from, plan, n);
+                 }),
+                 {s.grid, s.threads, "", payload_factor});
+    }
+  } else if (sc.kind == launch_kind::stream) {
+    const std::size_t stride = make_plan(c, bytes, 1, sc.cold, false).slot_stride;
+    const unsigned slots = make_plan(c, bytes, 1, sc.cold, false).slots;
+    best.offer(run([&](long long n) {
+                 for (long long i = 0; i < n; ++i) {
+                   const std::size_t at = std::size_t(i % slots) * stride;
+                   BENCH_CUDA(cudaMemcpyAsync(to + at, from + at, bytes, cudaMemcpyDeviceToDevice, c.stream));
+                 }
+               }),
+               {0, 0, "cudaMemcpyAsync", payload_factor});
+  } else {
+    const bool warp = sc.kind == launch_kind::warp;
+    copy_fn k = copy_kernel(sc.sync ? group_sync::warp : group_sync::none);
+    bulk_plan plan = make_plan(c, bytes, 1, sc.cold, false);
+    const int threads = warp ? 32 : 1;
+    best.offer(run([&](long long n) { k<<<1, threads, 0, c.stream>>>(to, from, plan, n); }),
+               {1, threads, "", payload_factor});
+  }
+  if (best.best) {
+    const measurement& m = *best.best;
+    c.row(name, sc.name, bytes, m.iters, m.st.median_us, m.st.min_us, m.st.p90_us, true, best.info);
+  }
+}
+
+// put_bw / get_bw at every scope (2 PEs), or put_bw / block between the pairs (4 and 8 PEs).
+void bulk(context& c, const buffers& b, direction d, const bulk_scope& sc) {
   const char* name = d == direction::put ? "put_bw" : "get_bw";
-  if (!c.opt.wants(name, scope)) return;
-  std::string_view sc = scope;
-  bool small = sc == "warp" || sc == "thread";
+  if (!c.opt.wants(name, sc.name)) return;
   char* to = d == direction::put ? b.pdst : b.dst;
   const char* from = d == direction::put ? b.src : b.psrc;
-  std::uint32_t seed = d == direction::put ? 1u : 2u; // PE k's src holds the pattern of seed k + 1
-  for (std::size_t bytes : sweep(c.opt.min_bytes, small ? c.opt.small_max_bytes : c.opt.max_bytes)) {
-    set_step("raw %s %s %zu bytes", name, scope, bytes);
-    best_of best;
-    if (sc == "block") {
-      int max_threads = max_block_threads(reinterpret_cast<const void*>(raw_copy));
-      for (block_shape s : block_shapes(c.sm_count)) {
-        if (s.threads > max_threads) continue;
-        std::size_t chunk = chunk_bytes(bytes, s.grid);
-        best.offer(
-            one_sided(c, d, b.dst, bytes, seed, c.opt.target_ms,
-                      [&](long long n) { raw_copy<<<s.grid, s.threads, 0, c.stream>>>(to, from, bytes, chunk, n); }),
-            std::to_string(s.grid) + "x" + std::to_string(s.threads));
-      }
-    } else if (sc == "stream") {
-      best.offer(one_sided(c, d, b.dst, bytes, seed, c.opt.target_ms,
-                           [&](long long n) {
-                             for (long long i = 0; i < n; ++i)
-                               BENCH_CUDA(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, c.stream));
-                           }),
-                 "cudaMemcpyAsync");
-    } else {
-      int threads = sc == "warp" ? 32 : 1;
-      best.offer(one_sided(c, d, b.dst, bytes, seed, c.opt.target_ms,
-                           [&](long long n) { raw_copy<<<1, threads, 0, c.stream>>>(to, from, bytes, bytes, n); }),
-                 sc == "warp" ? "1x32" : "1x1");
-    }
-    if (best.best) {
-      const measurement& m = *best.best;
-      c.row(name, scope, bytes, m.iters, m.st.median_us, m.st.min_us, m.st.p90_us, true);
-      if (sc == "block") c.note("%s block %zu: best shape %s", name, bytes, best.label.c_str());
-    }
+  const auto seed = std::uint32_t(c.partner() + 1);
+  for (std::size_t bytes : c.pairwise() ? bulk_sizes(c, sc) : pair_sizes(c)) {
+    bulk_row(c, name, sc, bytes, to, from, issuers_per_device(c),
+             [&](auto launch) { return one_sided(c, d, b.dst, bytes, seed, c.opt.target_ms, launch); });
+  }
+}
+
+// bidir_put_bw / block: both PEs put into each other at once; gbps counts both directions.
+void bidir(context& c, const buffers& b) {
+  const bulk_scope sc = bulk_scopes[0];
+  if (!c.opt.wants("bidir_put_bw", sc.name)) return;
+  for (std::size_t bytes : pair_sizes(c))
+    bulk_row(
+        c, "bidir_put_bw", sc, bytes, b.pdst, b.src, c.pes_per_device(),
+        [&](auto launch) { return two_sided_bw(c, b.dst, bytes, c.opt.target_ms, launch); }, 2.0);
+}
+
+// hbm_floor: the same copies within this PE's own memory (src -> dst), the floor every put and get row is read
+// against: scope block / block_cold the grid-stepped copy kernel, stream / stream_cold cudaMemcpyAsync D2D.
+void floors(context& c, const buffers& b) {
+  for (const bulk_scope& sc : bulk_scopes) {
+    if (sc.sync || (sc.kind != launch_kind::block && sc.kind != launch_kind::stream)) continue;
+    if (!c.opt.wants("hbm_floor", sc.name)) continue;
+    for (std::size_t bytes : bulk_sizes(c, sc))
+      bulk_row(c, "hbm_floor", sc, bytes, b.dst, b.src, 1, [&](auto launch) {
+        // PE 0 copies its own src (the pattern of seed 1) into its own dst and checks it.
+        return one_sided(c, direction::get, b.dst, bytes, std::uint32_t(c.pe + 1), c.opt.target_ms, launch);
+      });
   }
 }
 
@@ -592,7 +680,7 @@ void latency_points(context& c, const buffers& b) {
   }
   if (c.opt.wants("atomic_fetch_add_tput", "grid")) {
     set_step("raw atomic_fetch_add_tput");
-    int grid = 4 * c.sm_count, threads = 256;
+    int grid = rate_blocks_per_sm * c.sm_count, threads = rate_threads;
     std::size_t nthreads = std::size_t(grid) * threads;
     if (nthreads * 4 > ctrl_layout::atomics_bytes) die(2, "atomic area too small for %zu threads", nthreads);
     int* peer = b.at<int>(b.pctrl, ctrl_layout::atomics);
@@ -601,6 +689,17 @@ void latency_points(context& c, const buffers& b) {
          one_sided(c, direction::put, nullptr, 4, 0, c.opt.target_ms,
                    [&](long long n) { raw_atomic_tput<<<grid, threads, 0, c.stream>>>(peer, n, sinks); }),
          true);
+  }
+  for (const char* scope : {"grid", "warp"}) {
+    if (!c.opt.wants("p_rate", scope)) continue;
+    set_step("raw p_rate %s", scope);
+    const bool grid_wide = std::string_view(scope) == "grid";
+    const int grid = grid_wide ? rate_blocks_per_sm * c.sm_count : 1, threads = grid_wide ? rate_threads : 32;
+    const std::size_t bytes = std::size_t(grid) * std::size_t(threads) * 4;
+    int* peer = b.at<int>(b.pdst, 0);
+    auto m = one_sided(c, direction::put, b.dst, bytes, std::uint32_t(c.partner() + 1), c.opt.target_ms,
+                       [&](long long n) { raw_p_rate<<<grid, threads, 0, c.stream>>>(peer, n); });
+    if (m) c.row("p_rate", scope, bytes, m->iters, m->st.median_us, m->st.min_us, m->st.p90_us, true, {grid, threads});
   }
 }
 
@@ -626,7 +725,7 @@ void two_sided_points(context& c, const buffers& b) {
     int* theirs = b.at<int>(b.pctrl, ctrl_layout::pp_flag);
     measurement m = measure(
         [&](long long n) {
-          raw_pingpong<<<1, 1, 0, c.stream>>>(mine, theirs, c.pe, seq, n, err);
+          raw_pingpong<<<1, 1, 0, c.stream>>>(mine, theirs, c.issuer(), seq, n, err);
           seq += int(n);
         },
         c.stream, c.opt, c.opt.lat_target_ms, &c.link);
@@ -635,6 +734,7 @@ void two_sided_points(context& c, const buffers& b) {
     if (m.st.median_us > 100)
       c.note("pingpong takes %.0f us per round trip: the two PEs' kernels time-slice (no MPS?)", m.st.median_us);
   }
+  if (!c.pairwise()) return; // the rest are 2-PE points
   if (c.opt.wants("pingpong_signal", "thread")) {
     set_step("raw pingpong_signal");
     unsigned long long seq = 0;
@@ -726,13 +826,13 @@ void collective_points(context& c, const heap& h, std::size_t region) {
   int* err = base.err;
   for (coll_kind kind : coll_kinds) {
     const char* name = coll_name(kind);
-    collective_sweep(c, kind, h.local, h.local + region, region, [&](const coll_shape& sh) {
+    collective_sweep(c, kind, "stream", h.local, h.local + region, region, [&](const coll_shape& sh) {
       std::vector<coll_variant> vs;
       // One variant: `enqueue(args, grid)` launches one call's kernel on the stream.
       auto add = [&](const char* algo, int grid, auto enqueue) {
         coll_args a = base;
         a.bytes = kind == coll_kind::broadcast || kind == coll_kind::allreduce ? sh.bytes : sh.block;
-        vs.push_back({std::string(algo) + " " + std::to_string(grid) + "x" + std::to_string(coll_threads),
+        vs.push_back({row_info{grid, coll_threads, algo},
                       [&epoch, a, grid, enqueue](long long n) mutable {
                         for (long long i = 0; i < n; ++i) {
                           a.epoch = epoch;
@@ -783,7 +883,7 @@ void collective_points(context& c, const heap& h, std::size_t region) {
 
 int main(int argc, char** argv) {
   context c = start(argc, argv, "raw");
-  std::size_t region = (c.opt.max_bytes + 2 * MiB - 1) / (2 * MiB) * (2 * MiB);
+  const std::size_t region = region_bytes(c.opt);
   heap h = map_heap(c, 2 * region + ctrl_layout::bytes);
   c.note("heap exchange: %s, %zu bytes per PE", h.how, h.bytes);
 
@@ -792,13 +892,19 @@ int main(int argc, char** argv) {
   fill_pattern(h.local, region, std::uint32_t(c.pe + 1), c.stream);
   c.link.barrier();
 
-  if (c.pairwise()) { // 2-PE points: this PE and its one peer
-    char* peer = h.peers[std::size_t(c.link.peer())];
+  if (c.pairs()) { // this PE and its partner (2 PEs: every point; 4 or 8: the pair points, all pairs at once)
+    char* peer = h.peers[std::size_t(c.partner())];
     buffers b{h.local, h.local + region, h.local + 2 * region, peer, peer + region, peer + 2 * region};
-    for (direction d : {direction::put, direction::get})
-      for (const char* scope : {"block", "warp", "thread", "stream"})
-        bulk(c, b, d, scope);
-    latency_points(c, b);
+    if (c.pairwise()) {
+      floors(c, b);
+      for (direction d : {direction::put, direction::get})
+        for (const bulk_scope& sc : bulk_scopes)
+          bulk(c, b, d, sc);
+      bidir(c, b);
+      latency_points(c, b);
+    } else {
+      bulk(c, b, direction::put, bulk_scopes[0]);
+    }
     two_sided_points(c, b);
   }
   collective_points(c, h, region); // last: they overwrite src

@@ -1,8 +1,8 @@
 // bench_symm.cu — the symm implementation of the comparison suite: the same points as bench_raw.cu, written the way a
-// symm user writes them (symm::array, symm::remote, group-scoped put/get, device barriers, the stream form of the
-// collectives). Rows: impl "symm".
+// symm user writes them (symm::array, symm::remote, group-scoped put/get, symm::wait_until, device barriers, the stream
+// and the device forms of the collectives). Rows: impl "symm".
 // The harness forks the PEs (bench::start, --pes N, default 2); each then joins one symm world of N PEs through
-// symm::launch's mechanism. With N > 2 only the collective points run.
+// symm::launch's mechanism. With N > 2 the pair points (PE 2k with 2k+1) and the collective points run.
 #include <symm/symm.hpp>
 
 #include <cooperative_groups.h>
@@ -20,41 +20,43 @@ using namespace bench;
 namespace cg = cooperative_groups;
 
 // ---- kernels ------------------------------------------------------------------------------------------------------
-// put_bw / get_bw: block b moves [b*chunk, (b+1)*chunk) with all its threads, `iters` times; warp and thread scopes
-// use one warp / one thread for the whole buffer.
-template <bool Put, class Group>
-__device__ void move_chunk(const Group& g, symm::array_ref<char> dst, symm::array_ref<char> src, int peer,
-                           std::size_t off, std::size_t n, long long iters) {
-  auto to = Put ? symm::remote(dst, peer).subspan(off, n) : symm::remote(src, peer).subspan(off, n);
-  auto here = Put ? src.local().subspan(off, n) : dst.local().subspan(off, n);
+// put_bw / get_bw / bidir_put_bw: iteration `it` moves the block's chunk of the plan's slot (bench::bulk_plan) with the
+// group's put or get, then the *_sync scopes synchronise the group and block scopes take the grid-wide step; warp and
+// thread scopes use one warp / one thread for the whole buffer (a plan of one block, no step).
+template <bool Put, bool Sync, class Group>
+__device__ void move_chunks(const Group& g, symm::array_ref<char> dst, symm::array_ref<char> src, int peer,
+                            const bulk_plan& plan, long long iters) {
+  const std::size_t n = plan.block_bytes(), off = plan.block_offset();
   for (long long it = 0; it < iters; ++it) {
-    if constexpr (Put) symm::put(g, to, here);
-    else symm::get(g, here, to);
+    const std::size_t at = plan.slot_offset(it) + off;
+    if (n != 0) {
+      if constexpr (Put) symm::put(g, symm::remote(dst, peer).subspan(at, n), src.local().subspan(at, n));
+      else symm::get(g, dst.local().subspan(at, n), symm::remote(src, peer).subspan(at, n));
+    }
+    if constexpr (Sync) g.sync();
+    plan.step(it);
     asm volatile("" ::: "memory"); // keep every iteration, as bench_raw does
   }
 }
 
-template <bool Put>
+template <bool Put, bool Sync>
 __global__ void __launch_bounds__(1024)
-    block_copy(symm::array_ref<char> dst, symm::array_ref<char> src, int peer, std::size_t bytes, std::size_t chunk,
-               long long iters) {
-  std::size_t off = blockIdx.x * chunk;
-  std::size_t n = off < bytes ? std::min(chunk, bytes - off) : 0;
-  if (n != 0) move_chunk<Put>(cg::this_thread_block(), dst, src, peer, off, n, iters);
+    block_copy(symm::array_ref<char> dst, symm::array_ref<char> src, int peer, bulk_plan plan, long long iters) {
+  move_chunks<Put, Sync>(cg::this_thread_block(), dst, src, peer, plan, iters);
   symm::quiet();
 }
 
-template <bool Put>
-__global__ void warp_copy(symm::array_ref<char> dst, symm::array_ref<char> src, int peer, std::size_t bytes,
+template <bool Put, bool Sync>
+__global__ void warp_copy(symm::array_ref<char> dst, symm::array_ref<char> src, int peer, bulk_plan plan,
                           long long iters) {
-  move_chunk<Put>(cg::tiled_partition<32>(cg::this_thread_block()), dst, src, peer, 0, bytes, iters);
+  move_chunks<Put, Sync>(cg::tiled_partition<32>(cg::this_thread_block()), dst, src, peer, plan, iters);
   symm::quiet();
 }
 
 template <bool Put>
 __global__ void
-thread_copy(symm::array_ref<char> dst, symm::array_ref<char> src, int peer, std::size_t bytes, long long iters) {
-  move_chunk<Put>(symm::this_thread(), dst, src, peer, 0, bytes, iters);
+thread_copy(symm::array_ref<char> dst, symm::array_ref<char> src, int peer, bulk_plan plan, long long iters) {
+  move_chunks<Put, false>(symm::this_thread(), dst, src, peer, plan, iters);
   symm::quiet();
 }
 
@@ -66,31 +68,42 @@ __global__ void p_lat(symm::array_ref<int> target, int peer, int mask, long long
   }
 }
 
-// g_lat: dependent single-element gets (the next index depends on the value: mask is 0 at run time).
+// p_rate: every thread stores its 4-byte element on the peer, `iters` times (message rate, as perftest's shmem_p_bw),
+// one quiet at the end. The element is the put pattern, so the target can be verified.
+__global__ void p_rate(symm::array_ref<int> target, int peer, long long iters) {
+  const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
+  const int v = static_cast<int>(pattern_word(tid, 1));
+  auto element = symm::remote(target, peer)[tid];
+  for (long long i = 0; i < iters; ++i) {
+    element = v;
+    asm volatile("" ::: "memory"); // one store per iteration, as bench_raw
+  }
+  symm::quiet();
+}
+
+// g_lat: dependent single-element gets over g_spread_words lines, more than L1 holds, as raw's and NVSHMEM's (the
+// next index depends on the value: mask is 0 at run time).
 __global__ void g_lat(symm::array_ref<int> source, int peer, int mask, long long iters, int* sink) {
   int v = 0;
   auto remote = symm::remote(source, peer);
   for (long long i = 0; i < iters; ++i)
-    v = remote[static_cast<std::size_t>(v & mask)];
+    v = remote[static_cast<std::size_t>((i & (g_spread_words - 1)) * g_spread_stride + (v & mask))];
   *sink = v;
 }
 
-// pingpong: a p of the sequence number into the peer's flag, answered the same way; the waiting side polls its own
-// flag through cuda::atomic_ref (system scope, since the peer is another process).
-__global__ void pingpong(symm::array_ref<int> flag, int pe, int base, long long iters) {
-  const int peer = 1 - pe;
+// pingpong: a relaxed atomic store of the sequence number into the partner's flag, answered the same way; the waiting
+// side waits on its own flag with symm::wait_until (acquire polls, as nvshmem_int_wait_until and raw's).
+__global__ void pingpong(symm::array_ref<int> flag, int peer, bool issuer, int base, long long iters) {
   auto theirs = symm::remote(flag, peer)[0];
-  cuda::atomic_ref<int, cuda::thread_scope_system> mine(flag.local()[0]);
+  int& mine = flag.local()[0];
   for (long long i = 1; i <= iters; ++i) {
     int v = base + static_cast<int>(i);
-    if (pe == 0) {
-      cuda::atomic_ref<int, cuda::thread_scope_system>(*theirs.address()).store(v, cuda::memory_order_relaxed);
-      while (mine.load(cuda::memory_order_relaxed) < v) {
-      }
+    if (issuer) {
+      theirs.store(v, cuda::memory_order_relaxed);
+      (void) symm::wait_until(mine, symm::cmp::ge, v);
     } else {
-      while (mine.load(cuda::memory_order_relaxed) < v) {
-      }
-      cuda::atomic_ref<int, cuda::thread_scope_system>(*theirs.address()).store(v, cuda::memory_order_relaxed);
+      (void) symm::wait_until(mine, symm::cmp::ge, v);
+      theirs.store(v, cuda::memory_order_relaxed);
     }
   }
 }
@@ -160,73 +173,91 @@ struct state {
   int* sink;
 };
 
-void bulk(context& c, state& s, direction d, const char* scope) {
-  const char* name = d == direction::put ? "put_bw" : "get_bw";
-  if (!c.opt.wants(name, scope)) return;
-  std::string_view sc = scope;
-  bool small = sc == "warp" || sc == "thread";
-  const int peer = 1 - c.pe;
-  std::uint32_t seed = d == direction::put ? 1u : 2u; // PE k's src holds the pattern of seed k + 1
+// One bulk row over the scope `sc` (bench::bulk_scopes), measured by `run(launch)` (one_sided, or two_sided_bw for
+// bidir), the best of the shapes; `concurrent`: PEs launching grid-stepped kernels on this GPU at once.
+template <class Run>
+void bulk_row(context& c, state& s, const char* name, direction d, const bulk_scope& sc, std::size_t bytes,
+              int concurrent, Run&& run, double payload_factor = 1.0) {
+  set_step("symm %s %s %zu bytes", name, sc.name, bytes);
+  const bool put = d == direction::put;
+  const int peer = c.partner();
   symm::array_ref<char> dst = *s.dst, src = *s.src;
-  for (std::size_t bytes : sweep(c.opt.min_bytes, small ? c.opt.small_max_bytes : c.opt.max_bytes)) {
-    set_step("symm %s %s %zu bytes", name, scope, bytes);
-    best_of best;
-    void* landing = s.dst->local().data();
-    if (sc == "block") {
-      auto kernel = d == direction::put ? block_copy<true> : block_copy<false>;
-      int max_threads = max_block_threads(reinterpret_cast<const void*>(kernel));
-      for (block_shape shape : block_shapes(c.sm_count)) {
-        if (shape.threads > max_threads) continue;
-        std::size_t chunk = chunk_bytes(bytes, shape.grid);
-        best.offer(one_sided(c, d, landing, bytes, seed, c.opt.target_ms,
-                             [&](long long n) {
-                               kernel<<<shape.grid, shape.threads, 0, c.stream>>>(dst, src, peer, bytes, chunk, n);
-                             }),
-                   std::to_string(shape.grid) + "x" + std::to_string(shape.threads));
-      }
-    } else if (sc == "stream") {
-      std::vector<symm::future<>> pending;
-      best.offer(
-          one_sided(c, d, landing, bytes, seed, c.opt.target_ms,
-                    [&](long long n) {
-                      pending.clear();
-                      pending.reserve(static_cast<std::size_t>(n));
-                      for (long long i = 0; i < n; ++i) {
-                        if (d == direction::put) {
-                          pending.push_back(
-                              symm::put(c.stream, symm::remote(dst, peer).first(bytes), src.local().first(bytes)));
-                        } else {
-                          pending.push_back(
-                              symm::get(c.stream, dst.local().first(bytes), symm::remote(src, peer).first(bytes)));
-                        }
-                      }
-                    }),
-          "symm::put(stream)");
-      pending.clear();
-    } else if (sc == "warp") {
-      auto kernel = d == direction::put ? warp_copy<true> : warp_copy<false>;
-      best.offer(one_sided(c, d, landing, bytes, seed, c.opt.target_ms,
-                           [&](long long n) { kernel<<<1, 32, 0, c.stream>>>(dst, src, peer, bytes, n); }),
-                 "1x32");
-    } else {
-      auto kernel = d == direction::put ? thread_copy<true> : thread_copy<false>;
-      best.offer(one_sided(c, d, landing, bytes, seed, c.opt.target_ms,
-                           [&](long long n) { kernel<<<1, 1, 0, c.stream>>>(dst, src, peer, bytes, n); }),
-                 "1x1");
+  best_of best;
+  if (sc.kind == launch_kind::block) {
+    using kernel_fn = void (*)(symm::array_ref<char>, symm::array_ref<char>, int, bulk_plan, long long);
+    kernel_fn k = put ? (sc.sync ? block_copy<true, true> : block_copy<true, false>)
+                      : (sc.sync ? block_copy<false, true> : block_copy<false, false>);
+    for (block_shape shape : block_shapes(c, reinterpret_cast<const void*>(k), concurrent)) {
+      bulk_plan plan = make_plan(c, bytes, shape.grid, sc.cold, true);
+      best.offer(run([&](long long n) {
+                   plan.base = c.steps.next(shape.grid, n);
+                   k<<<shape.grid, shape.threads, 0, c.stream>>>(dst, src, peer, plan, n);
+                 }),
+                 {shape.grid, shape.threads, "", payload_factor});
     }
-    if (best.best) {
-      const measurement& m = *best.best;
-      c.row(name, scope, bytes, m.iters, m.st.median_us, m.st.min_us, m.st.p90_us, true);
-      if (sc == "block") c.note("%s block %zu: best shape %s", name, bytes, best.label.c_str());
-    }
+  } else if (sc.kind == launch_kind::stream) {
+    const bulk_plan plan = make_plan(c, bytes, 1, sc.cold, false);
+    std::vector<symm::future<>> pending;
+    best.offer(
+        run([&](long long n) {
+          pending.clear();
+          pending.reserve(static_cast<std::size_t>(n));
+          for (long long i = 0; i < n; ++i) {
+            const std::size_t at = std::size_t(i % plan.slots) * plan.slot_stride;
+            if (put)
+              pending.push_back(
+                  symm::put(c.stream, symm::remote(dst, peer).subspan(at, bytes), src.local().subspan(at, bytes)));
+            else
+              pending.push_back(
+                  symm::get(c.stream, dst.local().subspan(at, bytes), symm::remote(src, peer).subspan(at, bytes)));
+          }
+        }),
+        {0, 0, "symm::put(stream)", payload_factor});
+    pending.clear();
+  } else {
+    const bool warp = sc.kind == launch_kind::warp;
+    const bulk_plan plan = make_plan(c, bytes, 1, sc.cold, false);
+    using kernel_fn = void (*)(symm::array_ref<char>, symm::array_ref<char>, int, bulk_plan, long long);
+    kernel_fn k = warp ? (put ? (sc.sync ? warp_copy<true, true> : warp_copy<true, false>)
+                              : (sc.sync ? warp_copy<false, true> : warp_copy<false, false>) )
+                       : (put ? thread_copy<true> : thread_copy<false>);
+    const int threads = warp ? 32 : 1;
+    best.offer(run([&](long long n) { k<<<1, threads, 0, c.stream>>>(dst, src, peer, plan, n); }),
+               {1, threads, "", payload_factor});
   }
+  if (best.best) {
+    const measurement& m = *best.best;
+    c.row(name, sc.name, bytes, m.iters, m.st.median_us, m.st.min_us, m.st.p90_us, true, best.info);
+  }
+}
+
+// put_bw / get_bw at every scope (2 PEs), or put_bw / block between the pairs (4 and 8 PEs).
+void bulk(context& c, state& s, direction d, const bulk_scope& sc) {
+  const char* name = d == direction::put ? "put_bw" : "get_bw";
+  if (!c.opt.wants(name, sc.name)) return;
+  void* landing = s.dst->local().data();
+  const auto seed = std::uint32_t(c.partner() + 1);
+  for (std::size_t bytes : c.pairwise() ? bulk_sizes(c, sc) : pair_sizes(c))
+    bulk_row(c, s, name, d, sc, bytes, issuers_per_device(c),
+             [&](auto launch) { return one_sided(c, d, landing, bytes, seed, c.opt.target_ms, launch); });
+}
+
+// bidir_put_bw / block: both PEs put into each other at once; gbps counts both directions.
+void bidir(context& c, state& s) {
+  const bulk_scope sc = bulk_scopes[0];
+  if (!c.opt.wants("bidir_put_bw", sc.name)) return;
+  void* landing = s.dst->local().data();
+  for (std::size_t bytes : pair_sizes(c))
+    bulk_row(
+        c, s, "bidir_put_bw", direction::put, sc, bytes, c.pes_per_device(),
+        [&](auto launch) { return two_sided_bw(c, landing, bytes, c.opt.target_ms, launch); }, 2.0);
 }
 
 void latency_points(context& c, state& s) {
   auto emit = [&](const char* name, const char* scope, std::size_t bytes, const std::optional<measurement>& m) {
     if (m) c.row(name, scope, bytes, m->iters, m->st.median_us, m->st.min_us, m->st.p90_us, false);
   };
-  const int peer = 1 - c.pe;
+  const int peer = c.partner();
   symm::array_ref<int> words = *s.words;
   // The second half of words: atomic_lat's spread (the first holds p_lat's words and pingpong's flag and payload).
   symm::array_ref<int> atomic_words = words.subarray(words.size() / 2, words.size() / 2);
@@ -254,7 +285,7 @@ void latency_points(context& c, state& s) {
   }
   if (c.opt.wants("atomic_fetch_add_tput", "grid")) {
     set_step("symm atomic_fetch_add_tput");
-    const int grid = 4 * c.sm_count, threads = 256;
+    const int grid = rate_blocks_per_sm * c.sm_count, threads = rate_threads;
     const std::size_t nthreads = static_cast<std::size_t>(grid) * threads;
     // One word per thread on the peer, in dst; the per-thread sums land in src (this PE's part, device memory).
     auto counters = symm::array_cast<int>(symm::array_ref<char>(*s.dst)).subarray(0, nthreads);
@@ -264,7 +295,21 @@ void latency_points(context& c, state& s) {
       atomic_tput<<<grid, threads, 0, c.stream>>>(counters, peer, n, sinks);
     });
     if (m)
-      c.row("atomic_fetch_add_tput", "grid", nthreads * 4, m->iters, m->st.median_us, m->st.min_us, m->st.p90_us, true);
+      c.row("atomic_fetch_add_tput", "grid", nthreads * 4, m->iters, m->st.median_us, m->st.min_us, m->st.p90_us, true,
+            {grid, threads});
+  }
+  for (const char* scope : {"grid", "warp"}) {
+    if (!c.opt.wants("p_rate", scope)) continue;
+    set_step("symm p_rate %s", scope);
+    const bool grid_wide = std::string_view(scope) == "grid";
+    const int grid = grid_wide ? rate_blocks_per_sm * c.sm_count : 1, threads = grid_wide ? rate_threads : 32;
+    const std::size_t elements = static_cast<std::size_t>(grid) * static_cast<std::size_t>(threads);
+    auto target = symm::array_cast<int>(symm::array_ref<char>(*s.dst)).subarray(0, elements);
+    auto m = one_sided(c, direction::put, s.dst->local().data(), elements * 4, std::uint32_t(c.partner() + 1),
+                       c.opt.target_ms, [&](long long n) { p_rate<<<grid, threads, 0, c.stream>>>(target, peer, n); });
+    if (m)
+      c.row("p_rate", scope, elements * 4, m->iters, m->st.median_us, m->st.min_us, m->st.p90_us, true,
+            {grid, threads});
   }
 }
 
@@ -282,12 +327,13 @@ void two_sided_points(context& c, state& s) {
     int seq = 0;
     measurement m = measure(
         [&](long long n) {
-          pingpong<<<1, 1, 0, c.stream>>>(flag, c.pe, seq, n);
+          pingpong<<<1, 1, 0, c.stream>>>(flag, c.partner(), c.issuer(), seq, n);
           seq += static_cast<int>(n);
         },
         c.stream, c.opt, c.opt.lat_target_ms, &c.link);
     emit("pingpong", "thread", 4, m);
   }
+  if (!c.pairwise()) return; // the rest are 2-PE points
   if (c.opt.wants("pingpong_signal", "thread")) {
     set_step("symm pingpong_signal");
     std::uint64_t seq = 0;
@@ -315,10 +361,27 @@ void two_sided_points(context& c, state& s) {
   }
 }
 
+// Device-side collectives, scope "block": one block per PE calls symm's device form `iters` times on channel 1 (the
+// data movers on 4-byte words, the reductions on floats).
+constexpr int coll_block_threads = 1024; // as NVSHMEM's *_block collectives in bench_nvshmem
+template <coll_kind Kind>
+__global__ void __launch_bounds__(coll_block_threads)
+    block_collective(symm::team_ref team, symm::array_ref<std::uint32_t> wdst, symm::array_ref<std::uint32_t> wsrc,
+                     symm::array_ref<float> fdst, symm::array_ref<float> fsrc, long long iters) {
+  auto block = cg::this_thread_block();
+  for (long long i = 0; i < iters; ++i) {
+    if constexpr (Kind == coll_kind::broadcast) symm::broadcast(block, team, wdst, wsrc, coll_root, 1);
+    else if constexpr (Kind == coll_kind::fcollect) symm::fcollect(block, team, wdst, wsrc, 1);
+    else if constexpr (Kind == coll_kind::alltoall) symm::alltoall(block, team, wdst, wsrc, 1);
+    else if constexpr (Kind == coll_kind::allreduce) symm::allreduce(block, team, fdst, fsrc, symm::plus{}, 1);
+    else symm::reduce_scatter(block, team, fdst, fsrc, symm::plus{}, 1);
+  }
+}
+
 //! The collective points (bench::collective_sweep: broadcast_bw, fcollect_bw, alltoall_bw, allreduce_bw,
-//! reduce_scatter_bw, scope "stream"): symm's stream form on the world team, one call per iteration, a future
-//! collected per call, every PE in lockstep. Views are sub-arrays of src / dst (array_cast to 4-byte words: uint32_t
-//! for the data movers, float for the sums).
+//! reduce_scatter_bw): scope "stream", symm's stream form on the world team, one call per iteration, a future
+//! collected per call; scope "block", symm's device form in one block per PE (block_collective); every PE in lockstep.
+//! Views are sub-arrays of src / dst (array_cast to 4-byte words: uint32_t for the data movers, float for the sums).
 void collective_points(context& c, state& s) {
   symm::team team = s.world->team();
   symm::array_ref<char> src_bytes = *s.src, dst_bytes = *s.dst;
@@ -326,36 +389,59 @@ void collective_points(context& c, state& s) {
   auto floats_src = symm::array_cast<float>(src_bytes), floats_dst = symm::array_cast<float>(dst_bytes);
   std::vector<symm::future<>> pending;
   for (coll_kind kind : coll_kinds) {
-    collective_sweep(c, kind, s.src->local().data(), s.dst->local().data(), s.src->size(), [&](const coll_shape& sh) {
-      const std::size_t ns = sh.src_bytes / 4, nd = sh.dst_bytes / 4;
-      auto wsrc = words_src.subarray(0, ns), wdst = words_dst.subarray(0, nd);
-      auto fsrc = floats_src.subarray(0, ns), fdst = floats_dst.subarray(0, nd);
-      std::function<void()> call;
-      switch (kind) {
-        case coll_kind::broadcast:
-          call = [&, wsrc, wdst] { pending.push_back(symm::broadcast(c.stream, team, wdst, wsrc, coll_root)); };
-          break;
-        case coll_kind::fcollect:
-          call = [&, wsrc, wdst] { pending.push_back(symm::fcollect(c.stream, team, wdst, wsrc)); };
-          break;
-        case coll_kind::alltoall:
-          call = [&, wsrc, wdst] { pending.push_back(symm::alltoall(c.stream, team, wdst, wsrc)); };
-          break;
-        case coll_kind::allreduce:
-          call = [&, fsrc, fdst] { pending.push_back(symm::allreduce(c.stream, team, fdst, fsrc, symm::plus{})); };
-          break;
-        case coll_kind::reduce_scatter:
-          call = [&, fsrc, fdst] { pending.push_back(symm::reduce_scatter(c.stream, team, fdst, fsrc, symm::plus{})); };
-          break;
-      }
-      return std::vector<coll_variant>{{"symm stream form", [&, call](long long n) {
-                                          pending.clear();
-                                          pending.reserve(static_cast<std::size_t>(n));
-                                          for (long long i = 0; i < n; ++i)
-                                            call();
-                                        }}};
-    });
+    collective_sweep(
+        c, kind, "stream", s.src->local().data(), s.dst->local().data(), s.src->size(), [&](const coll_shape& sh) {
+          const std::size_t ns = sh.src_bytes / 4, nd = sh.dst_bytes / 4;
+          auto wsrc = words_src.subarray(0, ns), wdst = words_dst.subarray(0, nd);
+          auto fsrc = floats_src.subarray(0, ns), fdst = floats_dst.subarray(0, nd);
+          std::function<void()> call;
+          switch (kind) {
+            case coll_kind::broadcast:
+              call = [&, wsrc, wdst] { pending.push_back(symm::broadcast(c.stream, team, wdst, wsrc, coll_root)); };
+              break;
+            case coll_kind::fcollect:
+              call = [&, wsrc, wdst] { pending.push_back(symm::fcollect(c.stream, team, wdst, wsrc)); };
+              break;
+            case coll_kind::alltoall:
+              call = [&, wsrc, wdst] { pending.push_back(symm::alltoall(c.stream, team, wdst, wsrc)); };
+              break;
+            case coll_kind::allreduce:
+              call = [&, fsrc, fdst] { pending.push_back(symm::allreduce(c.stream, team, fdst, fsrc, symm::plus{})); };
+              break;
+            case coll_kind::reduce_scatter:
+              call = [&, fsrc, fdst] {
+                pending.push_back(symm::reduce_scatter(c.stream, team, fdst, fsrc, symm::plus{}));
+              };
+              break;
+          }
+          return std::vector<coll_variant>{{row_info{0, 0, "symm stream form"}, [&, call](long long n) {
+                                              pending.clear();
+                                              pending.reserve(static_cast<std::size_t>(n));
+                                              for (long long i = 0; i < n; ++i)
+                                                call();
+                                            }}};
+        });
     pending.clear();
+    symm::team_ref tref = team;
+    collective_sweep(
+        c, kind, "block", s.src->local().data(), s.dst->local().data(), s.src->size(), [&](const coll_shape& sh) {
+          const std::size_t ns = sh.src_bytes / 4, nd = sh.dst_bytes / 4;
+          auto wsrc = words_src.subarray(0, ns), wdst = words_dst.subarray(0, nd);
+          auto fsrc = floats_src.subarray(0, ns), fdst = floats_dst.subarray(0, nd);
+          using kernel_fn = void (*)(symm::team_ref, symm::array_ref<std::uint32_t>, symm::array_ref<std::uint32_t>,
+                                     symm::array_ref<float>, symm::array_ref<float>, long long);
+          kernel_fn k =
+              kind == coll_kind::broadcast  ? block_collective<coll_kind::broadcast>
+              : kind == coll_kind::fcollect ? block_collective<coll_kind::fcollect>
+              : kind == coll_kind::alltoall ? block_collective<coll_kind::alltoall>
+              : kind == coll_kind::allreduce
+                  ? block_collective<coll_kind::allreduce>
+                  : block_collective<coll_kind::reduce_scatter>;
+          cudaStream_t st = c.stream;
+          return std::vector<coll_variant>{{row_info{1, coll_block_threads, "symm device form"}, [=](long long n) {
+                                              k<<<1, coll_block_threads, 0, st>>>(tref, wdst, wsrc, fdst, fsrc, n);
+                                            }}};
+        });
   }
 }
 
@@ -373,7 +459,7 @@ int main(int argc, char** argv) {
   constexpr symm::backend backend = SYMM_NVSHMEM_BACKEND() ? symm::backend::nvshmem : symm::backend::cuda;
   context c = start(argc, argv, SYMM_NVSHMEM_BACKEND() ? "symm-nvshmem" : "symm");
   symm::detail::launched_job = symm::detail::job_info{c.pe, c.npes(), c.pe, c.npes(), job_dir, token, "bench_symm"};
-  std::size_t region = (c.opt.max_bytes + 2 * MiB - 1) / (2 * MiB) * (2 * MiB);
+  const std::size_t region = region_bytes(c.opt);
   int rc = 0;
   {
     symm::world world({.backend = backend, .heap_size = 2 * region + 8 * MiB, .device = c.device});
@@ -382,8 +468,14 @@ int main(int argc, char** argv) {
     symm::signal signal(world);
     int* sink = nullptr;
     BENCH_CUDA(cudaMalloc(&sink, sizeof(int)));
-    c.note("symm world: %d PEs, %s backend, heap %zu bytes per PE", world.n_pes(), to_string(backend).data(),
-           world.heap_size());
+    c.note("symm world: %d PEs, %s backend, heap %zu bytes per PE; build: SYMM_CHECK=%d, %s", world.n_pes(),
+           to_string(backend).data(), world.heap_size(), SYMM_CHECK,
+#if defined(NDEBUG)
+           "NDEBUG"
+#else
+           "assertions on (no NDEBUG)"
+#endif
+    );
 
     set_step("buffer initialisation");
     BENCH_CUDA(cudaMemsetAsync(dst.local().data(), 0, dst.size_bytes(), c.stream));
@@ -393,11 +485,14 @@ int main(int argc, char** argv) {
     state s{&world, &src, &dst, &words, &signal, sink};
     if (c.pairwise()) { // 2-PE points
       for (direction d : {direction::put, direction::get})
-        for (const char* scope : {"block", "warp", "thread", "stream"})
-          bulk(c, s, d, scope);
+        for (const bulk_scope& sc : bulk_scopes)
+          bulk(c, s, d, sc);
+      bidir(c, s);
       latency_points(c, s);
-      two_sided_points(c, s);
+    } else if (c.pairs()) { // the pair points at 4 or 8 PEs, all pairs at once
+      bulk(c, s, direction::put, bulk_scopes[0]);
     }
+    if (c.pairs()) two_sided_points(c, s);
     collective_points(c, s); // last: they overwrite src
 
     set_step("teardown");

@@ -36,4 +36,12 @@ if [ -f "$here/bench_symm.cu" ]; then
     -DSYMM_ENABLE_CUDA=1 \
     "$here/bench_symm.cu" -lfmt -lrt -ldl -o "$out/bench_symm"
 fi
+# What run_all.sh records in env.txt: the commit (the GPU machine may have no .git) and how the programs were built.
+commit=$(git -C "$root" rev-parse HEAD 2>/dev/null || echo "${BENCH_COMMIT:-unknown}")
+git -C "$root" diff --quiet HEAD -- include benchmarks 2>/dev/null || commit="$commit (with uncommitted changes)"
+echo "$commit" >"$out/commit.txt"
+{
+  echo "commit: $commit"
+  echo "build: build.sh, nvcc ${flags[*]}; bench_symm with -DSYMM_CHECK=1"
+} >"$out/build-info.txt"
 ls -l "$out"/bench_* >&2

@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # run_all.sh BUILD_DIR OUT_DIR [-- ARGS FOR EVERY BENCH]
 #
-# One command for a GPU machine: prints the environment, starts a private MPS daemon when PEs share a GPU and none
-# runs, runs every bench_* program of BUILD_DIR (bench_symm, bench_raw, bench_nvshmem, ...) with 2 PEs (every point),
-# then again with each PE count of BENCH_PES_LIST (default "4 8"; collective points only), concatenates their CSV
-# rows into OUT_DIR/results.csv and prints the report (OUT_DIR/report.txt, results.json, plots/).
+# One command for a GPU machine: records the environment (OUT_DIR/env.txt: GPU, driver, clocks, MPS, the commit and
+# how the programs were built), starts a private MPS daemon when PEs share a GPU and none runs, then runs the bench_*
+# programs of BUILD_DIR (bench_symm, bench_raw, bench_nvshmem, then any other) in BENCH_ROUNDS rounds (default 3) of
+# 2 PEs, interleaved: symm, raw, nvshmem, symm, raw, nvshmem, ... (each run gets --round R, the CSV's round column), so
+# that a slow minute of the machine hits every implementation alike; then once with each PE count of BENCH_PES_LIST
+# (default "4 8": the pair points, PE 2k with 2k+1 all at once, and the collective points). It concatenates the rows
+# into OUT_DIR/results.csv and runs report.py (OUT_DIR/report.txt, summary.md, results.json, plots/).
 #
-# Time: each run of a program gets at most BENCH_BIN_TIMEOUT_S (default 150) seconds and the whole suite
-# BENCH_TOTAL_S (default 280); a run that would start with less than 30 s left is not run, with a message: a 2-PE
-# run then counts as a failure, a run of BENCH_PES_LIST (4 PEs for every program first, then 8, ...) does not (the
-# extra PE counts come only as far as the budget allows; raise BENCH_TOTAL_S to get them all).
-# Environment: BENCH_* variables reach the programs (see bench_raw --help; --pes is set here for every run, so
-# BENCH_PES is ignored); BENCH_MPS=0 never starts MPS.
+# Time: the whole suite is budgeted to BENCH_TOTAL_S (default 470 s: 3 rounds at 2 PEs plus the 4- and 8-PE runs fit
+# in one 9-minute call on 1 x H200), each run to BENCH_BIN_TIMEOUT_S (default 120). The per-point budget is set here
+# unless the environment sets it: BENCH_TARGET_MS=1, BENCH_LAT_TARGET_MS=2, BENCH_REPS=5, BENCH_SWEEP_FACTOR=4,
+# BENCH_SMALL_MAX_BYTES=256K, BENCH_COLL_MAX_BYTES=64M. A run that would start with less than 30 s left is not run,
+# with a message (and a line in env.txt): a run of round 1 then counts as a failure, later rounds and the extra PE
+# counts do not. The elapsed time is printed at the end and written to env.txt.
+# Environment: BENCH_* variables reach the programs (see bench_raw --help; --pes and --round are set here, so
+# BENCH_PES and BENCH_ROUND are ignored); BENCH_MPS=0 never starts MPS; BENCH_COMMIT names the commit when neither
+# BUILD_DIR/build-info.txt, BUILD_DIR/commit.txt nor git -C of the sources does.
 # Exit status: 0 when every program ran (or skipped) and rows were produced, 77 when all skipped (no GPU), else 1.
 set -uo pipefail
 
@@ -25,9 +31,16 @@ shift 2
 bench_args=("$@")
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 t_start=$(date +%s)
-total_s=${BENCH_TOTAL_S:-280}
-bin_timeout_s=${BENCH_BIN_TIMEOUT_S:-150}
+total_s=${BENCH_TOTAL_S:-470}
+bin_timeout_s=${BENCH_BIN_TIMEOUT_S:-120}
 pes_list=${BENCH_PES_LIST-4 8}
+rounds=${BENCH_ROUNDS:-3}
+case $rounds in ''|*[!0-9]*|0) echo "run_all: BENCH_ROUNDS must be a positive number, not '$rounds'" >&2; exit 64 ;; esac
+# The per-point budget that makes the whole suite fit (see the header); the environment wins.
+export BENCH_TARGET_MS=${BENCH_TARGET_MS:-1} BENCH_LAT_TARGET_MS=${BENCH_LAT_TARGET_MS:-2} BENCH_REPS=${BENCH_REPS:-5}
+export BENCH_SWEEP_FACTOR=${BENCH_SWEEP_FACTOR:-4} BENCH_SMALL_MAX_BYTES=${BENCH_SMALL_MAX_BYTES:-256K}
+export BENCH_COLL_MAX_BYTES=${BENCH_COLL_MAX_BYTES:-64M}
+unset BENCH_ROUND
 max_pes=2
 for n in $pes_list; do
   case $n in ''|*[!0-9]*) echo "run_all: BENCH_PES_LIST must hold PE counts, not '$n'" >&2; exit 64 ;; esac
@@ -48,6 +61,19 @@ log() { echo "run_all: $*" >&2; }
   if command -v nvcc >/dev/null 2>&1; then echo "nvcc: $(nvcc --version | tail -n 1)"
   elif [ -x /usr/local/cuda/bin/nvcc ]; then echo "nvcc: $(/usr/local/cuda/bin/nvcc --version | tail -n 1)"
   else echo "nvcc: not found (not needed to run)"; fi
+  # The commit: written at build time (the GPU machine may have no .git), else git, else BENCH_COMMIT.
+  commit=""
+  info="$build/build-info.txt" # build.sh's output folder, or Meson's benchmarks/ folder
+  [ -f "$info" ] || info="$build/benchmarks/build-info.txt"
+  [ -f "$info" ] && commit=$(sed -n 's/^commit: //p' "$info" | head -n 1)
+  [ -z "$commit" ] && [ -f "$build/commit.txt" ] && commit=$(head -n 1 "$build/commit.txt")
+  [ -z "$commit" ] && commit=$(git -C "$here/.." rev-parse HEAD 2>/dev/null)
+  echo "commit: ${commit:-${BENCH_COMMIT:-unknown (no build-info.txt, commit.txt, .git or BENCH_COMMIT)}}"
+  if [ -f "$info" ]; then grep -v '^commit: ' "$info"
+  else echo "build: unknown (no build-info.txt in $build)"; fi
+  echo "point budget: BENCH_TARGET_MS=$BENCH_TARGET_MS BENCH_LAT_TARGET_MS=$BENCH_LAT_TARGET_MS BENCH_REPS=$BENCH_REPS" \
+    "BENCH_SWEEP_FACTOR=$BENCH_SWEEP_FACTOR BENCH_SMALL_MAX_BYTES=$BENCH_SMALL_MAX_BYTES" \
+    "BENCH_COLL_MAX_BYTES=$BENCH_COLL_MAX_BYTES; rounds: $rounds; PE counts: 2 ${pes_list}"
 } | tee "$out/env.txt"
 
 ngpu=0
@@ -61,7 +87,7 @@ else
 fi
 if [ "$max_pes" -gt 2 ]; then
   ndev=$((ngpu > 0 ? ngpu : 1))
-  placement="$placement; collective runs with ${pes_list// /, } PEs too (PE k on GPU k % $ndev, up to"
+  placement="$placement; pair and collective runs with ${pes_list// /, } PEs too (PE k on GPU k % $ndev, up to"
   placement="$placement $(( (max_pes + ndev - 1) / ndev )) PEs per GPU)"
 fi
 echo "GPU count: $ngpu; placement: $placement" | tee -a "$out/env.txt"
@@ -110,6 +136,9 @@ elif [ "$ngpu" -ge "$max_pes" ]; then
   mps_state="not needed (one GPU per PE)"
 fi
 echo "MPS: $mps_state" | tee -a "$out/env.txt"
+if command -v nvidia-smi >/dev/null 2>&1; then
+  { echo "---- nvidia-smi -q -d CLOCK"; nvidia-smi -q -d CLOCK 2>&1; echo "----"; } >>"$out/env.txt"
+fi
 
 # ---- the programs ----------------------------------------------------------------------------------------------------
 mapfile -t bins < <(find "$build" -maxdepth 2 -type f -perm -u+x -name 'bench_*' ! -name '*.*' | sort)
@@ -129,11 +158,12 @@ log "programs: ${ordered[*]##*/}"
 
 failed=0
 ran=0
-# run_one NAME_SUFFIX PES REQUIRED BIN: one run of BIN with --pes PES into OUT_DIR/<bin>NAME_SUFFIX.csv / .log.
+# run_one NAME_SUFFIX PES REQUIRED BIN ROUND: one run of BIN with --pes PES --round ROUND into
+# OUT_DIR/<bin>NAME_SUFFIX.csv / .log.
 # REQUIRED=1: not running it for lack of time is a failure (the 2-PE runs); 0: a message only (the extra PE counts).
 csvs=()
 run_one() {
-  local suffix=$1 pes=$2 required=$3 b=$4
+  local suffix=$1 pes=$2 required=$3 b=$4 round=$5
   local name left limit t0 rc dt rows
   name=$(basename "$b")$suffix
   left=$((total_s - ($(date +%s) - t_start)))
@@ -142,16 +172,16 @@ run_one() {
       log "$name NOT RUN: the ${total_s} s budget is spent (BENCH_TOTAL_S)"
       failed=1
     else
-      log "$name not run: the ${total_s} s budget is spent (BENCH_TOTAL_S; $pes-PE collective rows missing)"
-      echo "not run for lack of time: $name ($pes PEs)" >>"$out/env.txt"
+      log "$name not run: the ${total_s} s budget is spent (BENCH_TOTAL_S; its $pes-PE rows of round $round missing)"
+      echo "not run for lack of time: $name ($pes PEs, round $round)" >>"$out/env.txt"
     fi
     return
   fi
   limit=$((left < bin_timeout_s ? left : bin_timeout_s))
-  log "running $name with $pes PEs (limit ${limit} s) ..."
+  log "running $name with $pes PEs, round $round (limit ${limit} s) ..."
   t0=$(date +%s)
   BENCH_TIMEOUT_S=${BENCH_TIMEOUT_S:-$((limit - 5))} timeout -k 5 "$limit" "$b" ${bench_args[@]+"${bench_args[@]}"} \
-    --pes "$pes" \
+    --pes "$pes" --round "$round" \
     >"$out/$name.csv" 2> >(tee "$out/$name.log" >&2)
   rc=$?
   wait  # the tee of stderr
@@ -180,39 +210,48 @@ run_one() {
   fi
   return 0
 }
-for b in "${ordered[@]}"; do
-  run_one "" 2 1 "$b"
+# Rounds at 2 PEs, the implementations interleaved; round 1 is required, later ones run as far as the budget allows.
+for ((r = 1; r <= rounds; r++)); do
+  for b in "${ordered[@]}"; do
+    run_one ".r$r" 2 $((r == 1 ? 1 : 0)) "$b" "$r"
+  done
 done
-# More PEs: the collective points only (the programs skip the 2-PE points themselves). Every program at one PE count
-# before the next count, so that a short budget loses the largest count first. A program without rows at 2 PEs
+# More PEs: the pair and collective points (the programs skip the 2-PE points themselves). Every program at one PE
+# count before the next count, so that a short budget loses the largest count first. A program without rows at 2 PEs
 # (skipped: no GPU; or failed at once) is not run again.
 for pes in $pes_list; do
   [ "$pes" -le 2 ] && continue
   for b in "${ordered[@]}"; do
-    base="$out/$(basename "$b")"
+    base="$out/$(basename "$b").r1"
     if ! grep -q -v -e '^impl,' -e '^SKIP' -e '^#' -e '^$' "$base.csv" 2>/dev/null; then
       log "$(basename "$b") not run with $pes PEs: no rows with 2 PEs"
       continue
     fi
-    run_one ".pes$pes" "$pes" 0 "$b"
+    run_one ".pes$pes" "$pes" 0 "$b" 1
   done
 done
 stop_mps
 
 {
-  echo "impl,benchmark,scope,pes,bytes,iters,median_us,min_us,p90_us,gbps"
+  echo "impl,benchmark,scope,pes,bytes,iters,median_us,min_us,p90_us,gbps,round,grid,threads,note"
   for f in ${csvs[@]+"${csvs[@]}"}; do
     [ -f "$f" ] && grep -v -e '^impl,' -e '^SKIP' -e '^#' -e '^$' "$f"
   done
 } >"$out/results.csv"
 nrows=$(($(wc -l <"$out/results.csv") - 1))
-log "$nrows rows in $out/results.csv (total $(($(date +%s) - t_start)) s)"
+# What the programs say about their own build (bench_symm: SYMM_CHECK and NDEBUG as compiled).
+grep -h -m1 'build: SYMM_CHECK' "$out"/bench_symm*.r1.log 2>/dev/null | sed 's/^/program: /' >>"$out/env.txt"
+log "$nrows rows in $out/results.csv (runs took $(($(date +%s) - t_start)) s)"
 
 if [ "$nrows" -gt 0 ]; then
-  python3 "$here/report.py" "$out/results.csv" --json "$out/results.json" --plots "$out/plots" | tee "$out/report.txt"
+  python3 "$here/report.py" "$out/results.csv" --json "$out/results.json" --plots "$out/plots" \
+    --summary "$out/summary.md" | tee "$out/report.txt"
 else
   log "no rows: nothing to report"
 fi
+elapsed=$(($(date +%s) - t_start))
+log "total ${elapsed} s (budget ${total_s} s)"
+echo "elapsed: ${elapsed} s of the ${total_s} s budget" >>"$out/env.txt"
 if [ "$ran" -eq 0 ] && [ "$failed" = 0 ]; then
   log "every program skipped (no CUDA device?)"
   exit 77
