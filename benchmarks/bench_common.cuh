@@ -786,16 +786,21 @@ private:
 // below opt.min_iters (a slow point is re-measured with more iterations rather than timed over one).
 // One warm-up launch, then opt.reps timed launches (3 if one launch takes over 5x the target); the stats are
 // microseconds per iteration.
-// `both`: a two-sided or collective point (ping-pong, barrier, collectives) that every PE runs in lockstep: every
-// launch is preceded by a socket barrier of all PEs and PE 0's calibration decisions are broadcast, so all PEs launch
-// the same iteration counts.
+// `both`: a two-sided or collective point (ping-pong, barrier, bidirectional puts, collectives) that every PE runs in
+// lockstep: every launch is preceded by a socket barrier of all PEs and PE 0's calibration decisions are broadcast, so
+// all PEs launch the same iteration counts. A launch's time is its slowest PE's: the work is done when every PE is
+// (two kernels sharing one GPU seldom split its bandwidth evenly, and the faster one alone would count both PEs'
+// bytes over less than the time they took).
 template <class Launch>
 measurement measure(Launch&& launch, cudaStream_t s, const options& opt, double target_ms, pe_link* both = nullptr,
                     long long iters = 0) {
   event_pair ev;
   auto run = [&](long long n) {
-    if (both) both->barrier();
-    return ev.time([&] { launch(n); }, s);
+    if (!both) return ev.time([&] { launch(n); }, s);
+    both->barrier();
+    const double mine = ev.time([&] { launch(n); }, s);
+    const std::vector<double> all = both->allgather(mine);
+    return *std::max_element(all.begin(), all.end());
   };
   if (iters <= 0) {
     run(1); // first launch of the kernel: lazy module loading must not enter the calibration
@@ -912,8 +917,8 @@ inline void check_steps(context& c) {
 // the same arguments except the pointers. `local_target`: where the data lands if this PE owns it (owns_target), or
 // nullptr for points without a payload check; `seed`: the pattern it must then hold (normally partner() + 1). The
 // owners clear it, the issuers measure (2 PEs: PE 0 alone; 4 or 8: every pair at once, in lockstep, PE 0's
-// calibration for all), the owners check the first `bytes`. Returns nothing (and sets c.rc) when a check fails; the
-// measurement is PE 0's (the others get one they must ignore).
+// calibration for all, each launch timed by its slowest pair), the owners check the first `bytes`. Returns nothing
+// (and sets c.rc) when a check fails; the measurement is PE 0's (the others get one they must ignore).
 template <class Launch>
 std::optional<measurement> one_sided(context& c, direction d, void* local_target, std::size_t bytes, std::uint32_t seed,
                                      double target_ms, Launch&& launch) {

@@ -185,6 +185,9 @@ bool wait_on(
     __builtin_ia32_pause();
 #endif
   }
+  // A PE that sleeps on its peers has its output out: should a peer fail meanwhile, the launcher stops this PE at
+  // once, and a pipe's buffer would be lost with it.
+  std::fflush(nullptr);
   for (;;) {
     std::uint32_t seen = atomic_at(*word).load(std::memory_order_acquire);
     if (done()) return true;

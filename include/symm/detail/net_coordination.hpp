@@ -32,6 +32,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -507,6 +508,7 @@ private:
       owners.push_back(p);
     }
     if (fds.empty()) return;
+    if (timeout_ms != 0) std::fflush(nullptr); // as in wait_on: a PE that blocks on its peers has its output out
     int ready = ::poll(fds.data(), fds.size(), timeout_ms);
     if (ready < 0 && errno != EINTR) SYMM_TRY_SYS(ready);
     for (std::size_t i = 0; ready > 0 && i < fds.size(); ++i) {
