@@ -258,8 +258,12 @@ void bulk_row(context& c, const buffers& b, const char* name, direction d, const
       for (block_shape s : shapes) {
         bulk_plan plan = make_plan(c, bytes, s.grid, sc.cold, sid == scope_block);
         best.offer(run([&](long long n) {
-                     plan.base = c.steps.next(s.grid, n);
+                     // Only grid-stepped launches count arrivals: a warp or thread launch advancing the base
+                     // made the next block launch wait for arrivals that never came.
+                     if (plan.counter != nullptr) plan.base = c.steps.next(s.grid, n);
                      k<<<s.grid, s.threads, 0, c.stream>>>(b.dst, b.src, plan, peer, n);
+                     BENCH_LAUNCH_CHECK(); // a launch that failed would leave the step counter's arrivals behind its
+                                           // base
                    }),
                    {s.grid, s.threads, nbi ? "nbi" : "blocking", payload_factor});
       }
@@ -504,6 +508,9 @@ int main(int argc, char** argv) {
   set_env_default("NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "1");
   set_env_default("NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME", "lo");
   set_env_default("NVSHMEM_SYMMETRIC_SIZE", std::to_string(2 * region + ctrl_layout::bytes + 256 * MiB));
+  // The block reduce_scatter stages every PE's input in the team's scratch, which must hold twice the input (its
+  // default, 512 KiB, asserts above 256 KiB of input); it comes from the heap's 256 MiB of slack, once per team.
+  set_env_default("NVSHMEM_REDUCE_SCRATCH_SIZE", std::to_string(2 * pre.coll_block_max_bytes + MiB));
 
   context c = start(argc, argv, "nvshmem");
   init_nvshmem(c);

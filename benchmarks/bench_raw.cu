@@ -584,6 +584,7 @@ void bulk_row(context& c, const char* name, const bulk_scope& sc, std::size_t by
       best.offer(run([&](long long n) {
                    plan.base = c.steps.next(s.grid, n);
                    k<<<s.grid, s.threads, 0, c.stream>>>(to, from, plan, n);
+                   BENCH_LAUNCH_CHECK(); // a launch that failed would leave the step counter's arrivals behind its base
                  }),
                  {s.grid, s.threads, "", payload_factor});
     }

@@ -192,6 +192,7 @@ void bulk_row(context& c, state& s, const char* name, direction d, const bulk_sc
       best.offer(run([&](long long n) {
                    plan.base = c.steps.next(shape.grid, n);
                    k<<<shape.grid, shape.threads, 0, c.stream>>>(dst, src, peer, plan, n);
+                   BENCH_LAUNCH_CHECK(); // a launch that failed would leave the step counter's arrivals behind its base
                  }),
                  {shape.grid, shape.threads, "", payload_factor});
     }
