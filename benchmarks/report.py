@@ -16,8 +16,8 @@ time (> 1: the left implementation is slower).
 
 The floor columns are raw's hbm_floor rows at the same size (measured with 2 PEs): the grid-stepped copy kernel and
 cudaMemcpyAsync within one PE's memory, L2-cold for *_cold scopes. Two checks flag rows that no copy can reach: a
-bandwidth row of 1 MiB or more above 1.05 x the floor of its size and temperature, and any L2-cold row above 1.05 x
-the best L2-cold floor (the measured HBM copy rate).
+bandwidth row of 1 MiB or more above 1.05 x the floor of its size and temperature, and any L2-cold row, or any row of
+64 MiB or more (beyond L2), above 1.05 x the best L2-cold floor (the measured HBM copy rate).
 
     report.py results.csv [--json results.json] [--plots DIR] [--summary summary.md]
 
@@ -44,6 +44,9 @@ NVSHMEM_BACKEND_RATIOS = [("symm-nvshmem", "symm"), ("symm-nvshmem", "nvshmem")]
 FLOOR = "hbm_floor"
 FLOOR_TOLERANCE = 1.05
 FLOOR_CHECK_MIN_BYTES = 1 << 20
+# From this size a copy's source and target (2 x bytes) exceed the L2 of the GPUs measured so far (H200: 60 MiB), so
+# even an L2-hot row is bounded by HBM and is checked against the HBM floor too.
+BEYOND_L2_BYTES = 64 << 20
 BENCH_ORDER = ["hbm_floor", "put_bw", "get_bw", "bidir_put_bw", "p_rate", "p_lat", "g_lat", "atomic_fetch_add_lat",
                "atomic_fetch_add_tput", "pingpong", "pingpong_signal", "barrier_lat", "broadcast_bw", "fcollect_bw",
                "alltoall_bw", "allreduce_bw", "reduce_scatter_bw"]
@@ -208,7 +211,7 @@ def floor_violations(rows, floors, hbm):
         if best and r["bytes"] >= FLOOR_CHECK_MIN_BYTES and r["gbps"] > FLOOR_TOLERANCE * best:
             out.append((r, f"above the {human_bytes(r['bytes'])} {'L2-cold ' if is_cold(r['scope']) else ''}floor "
                            f"({best:.1f} GB/s)"))
-        elif hbm and is_cold(r["scope"]) and r["gbps"] > FLOOR_TOLERANCE * hbm:
+        elif hbm and (is_cold(r["scope"]) or r["bytes"] >= BEYOND_L2_BYTES) and r["gbps"] > FLOOR_TOLERANCE * hbm:
             out.append((r, f"above the HBM floor ({hbm:.1f} GB/s, best L2-cold copy)"))
     return out
 
@@ -303,6 +306,34 @@ def md_table(header, body):
     return "\n".join(lines)
 
 
+def overview_section(tables, wanted):
+    """One line per benchmark, scope and PE count: over its sizes, the lowest and highest median ratio, the lowest
+    single-round ratio, and how many sizes are behind (the numbers docs/benchmarks.md quotes)."""
+    md = ["## Overview (per point over its sizes: median ratios lowest-highest, the worst round, sizes behind)", ""]
+    body = []
+    for t in tables:
+        if t["benchmark"] == FLOOR:
+            continue
+        bw = t["metric"] == "bandwidth"
+        row = [f"{t['benchmark']} / {t['scope']}", str(t["pes"]), str(len(t["points"]))]
+        for c in wanted:
+            rts = [p["ratios"][c] for p in t["points"] if p["ratios"].get(c)]
+            if not rts:
+                row.append("-")
+                continue
+            meds = [r["median"] for r in rts]
+            # The worst round: the lowest bandwidth ratio, the highest latency ratio.
+            worst = min(r["min"] for r in rts) if bw else max(r["max"] for r in rts)
+            n_behind = sum(behind(bw, m) for m in meds)
+            row.append(f"{min(meds):.2f}-{max(meds):.2f}x (worst round {worst:.2f}x; {n_behind} of {len(meds)} "
+                       f"behind)")
+        notes = sorted({n for ns in t["notes"].values() for n in ns if "1 CTA" in n})
+        row.append("NVSHMEM: 1 CTA (NVLS off)" if notes else "")
+        body.append(row)
+    header = ["point", "PEs", "sizes"] + wanted + ["note"]
+    return md + [md_table(header, body), ""]
+
+
 def write_summary(path, impls, ratios, tables, floors, hbm, violations, rows, env_path=None):
     shown = shown_impls(impls)
     rounds = sorted({r["round"] for r in rows})
@@ -324,8 +355,9 @@ def write_summary(path, impls, ratios, tables, floors, hbm, violations, rows, en
         md += [f"HBM floor (best L2-cold copy): {fmt(hbm)} GB/s." if hbm else "No L2-cold floor rows.", ""]
     else:
         md += ["No hbm_floor rows (bench_raw did not run).", ""]
-    # Per point ratios.
     wanted = [c for c in ("symm/raw", "symm/nvshmem") if any(f"{a}/{b}" == c for a, b in ratios)]
+    md += overview_section(tables, wanted)
+    # Per point ratios.
     md += ["## Per point: symm against raw and NVSHMEM", ""]
     for t in tables:
         if t["benchmark"] == FLOOR:
