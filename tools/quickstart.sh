@@ -9,6 +9,9 @@ source tools/setup.sh
 
 if [ -f build/meson-private/coredata.dat ]; then
   echo "quickstart: reusing build/"
+  # A build/ whose options changed type since it was configured (tests and examples became features) cannot
+  # regenerate itself: configure it afresh, keeping nothing but the folder.
+  meson setup --reconfigure build >/dev/null 2>&1 || meson setup --wipe build
 else
   meson setup build
 fi

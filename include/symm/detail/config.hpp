@@ -1,6 +1,12 @@
 // symm/detail/config.hpp: the one family of platform macros every symm header uses.
 #pragma once
 
+// Checked first, so that a C++17 build gets this line instead of hundreds of errors from the headers below it.
+#if __cplusplus < 202002L
+#  error "symm needs C++20: compile with -std=c++20 (CMake: cxx_std_20, and cuda_std_20 for .cu sources)"
+#  include <symm/detail/symm_needs_cxx20_see_the_error_above> // a missing header is fatal: the compiler stops here
+#endif
+
 #include <nv/target>
 
 #define SYMM_BEGIN_NAMESPACE                                                                                           \
