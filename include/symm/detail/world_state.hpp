@@ -468,6 +468,9 @@ public:
     require_alive(what);
     require_not_failed(what);
     if (!net_) live_.check(what); // after a failure a barrier could pair with a dead PE's last arrival
+    // What this PE printed goes out before it meets its peers: if they disagree, the first PE to find it ends the
+    // job, and its launcher stops this PE wherever it is (even between the release and its own flush).
+    std::fflush(nullptr);
     request.sequence = ++*group.sequence;
     request.unwinding = releasing_while_unwinding_ ? 1 : 0;
     // Slow is not wrong: a PE that has not arrived is waited for, and compared only once it has. Only past the bound
