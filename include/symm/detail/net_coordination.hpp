@@ -432,6 +432,7 @@ private:
   bool wait_for(Ready&& ready, Needed&& needed, std::string_view what,
                 std::optional<deadline_clock::time_point> deadline = std::nullopt) {
     std::optional<deadline_clock::time_point> grace_end;
+    std::fflush(nullptr); // as in wait_on: a PE that blocks on its peers has its output out, once per wait
     for (;;) {
       pump(0);
       announce_host_wait(); // another thread's host wait began or ended meanwhile
@@ -508,7 +509,6 @@ private:
       owners.push_back(p);
     }
     if (fds.empty()) return;
-    if (timeout_ms != 0) std::fflush(nullptr); // as in wait_on: a PE that blocks on its peers has its output out
     int ready = ::poll(fds.data(), fds.size(), timeout_ms);
     if (ready < 0 && errno != EINTR) SYMM_TRY_SYS(ready);
     for (std::size_t i = 0; ready > 0 && i < fds.size(); ++i) {
