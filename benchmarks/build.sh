@@ -37,8 +37,9 @@ if [ -f "$here/bench_symm.cu" ]; then
     "$here/bench_symm.cu" -lfmt -lrt -ldl -o "$out/bench_symm"
 fi
 # What run_all.sh records in env.txt: the commit (the GPU machine may have no .git) and how the programs were built.
-commit=$(git -C "$root" rev-parse HEAD 2>/dev/null || echo "${BENCH_COMMIT:-unknown}")
-git -C "$root" diff --quiet HEAD -- include benchmarks 2>/dev/null || commit="$commit (with uncommitted changes)"
+# The source tree's own commit, never that of a repository that merely encloses it (tools/source-commit.sh).
+commit=$("$root/tools/source-commit.sh" "$root")
+[ "$commit" = unknown ] && commit="${BENCH_COMMIT:-unknown}"
 echo "$commit" >"$out/commit.txt"
 {
   echo "commit: $commit"

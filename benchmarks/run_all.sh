@@ -17,7 +17,7 @@
 # counts do not. The elapsed time is printed at the end and written to env.txt.
 # Environment: BENCH_* variables reach the programs (see bench_raw --help; --pes and --round are set here, so
 # BENCH_PES and BENCH_ROUND are ignored); BENCH_MPS=0 never starts MPS; BENCH_COMMIT names the commit when neither
-# BUILD_DIR/build-info.txt, BUILD_DIR/commit.txt nor git -C of the sources does.
+# BUILD_DIR/build-info.txt, BUILD_DIR/commit.txt nor the sources' own git work tree does.
 # Exit status: 0 when every program ran (or skipped) and rows were produced, 77 when all skipped (no GPU), else 1.
 set -uo pipefail
 
@@ -61,14 +61,18 @@ log() { echo "run_all: $*" >&2; }
   if command -v nvcc >/dev/null 2>&1; then echo "nvcc: $(nvcc --version | tail -n 1)"
   elif [ -x /usr/local/cuda/bin/nvcc ]; then echo "nvcc: $(/usr/local/cuda/bin/nvcc --version | tail -n 1)"
   else echo "nvcc: not found (not needed to run)"; fi
-  # The commit: written at build time (the GPU machine may have no .git), else git, else BENCH_COMMIT.
+  # The commit: written at build time (the GPU machine may have no .git), else the source tree's own (never a
+  # repository that merely encloses it: tools/source-commit.sh), else BENCH_COMMIT.
   commit=""
   info="$build/build-info.txt" # build.sh's output folder, or Meson's benchmarks/ folder
   [ -f "$info" ] || info="$build/benchmarks/build-info.txt"
   [ -f "$info" ] && commit=$(sed -n 's/^commit: //p' "$info" | head -n 1)
   [ -z "$commit" ] && [ -f "$build/commit.txt" ] && commit=$(head -n 1 "$build/commit.txt")
-  [ -z "$commit" ] && commit=$(git -C "$here/.." rev-parse HEAD 2>/dev/null)
-  echo "commit: ${commit:-${BENCH_COMMIT:-unknown (no build-info.txt, commit.txt, .git or BENCH_COMMIT)}}"
+  if [ -z "$commit" ] || [ "$commit" = unknown ]; then
+    commit=$("$here/../tools/source-commit.sh" "$here/..")
+    [ "$commit" = unknown ] && commit=""
+  fi
+  echo "commit: ${commit:-${BENCH_COMMIT:-unknown (no commit in build-info.txt or commit.txt, the sources are not a git work tree of their own, no BENCH_COMMIT)}}"
   if [ -f "$info" ]; then grep -v '^commit: ' "$info"
   else echo "build: unknown (no build-info.txt in $build)"; fi
   echo "point budget: BENCH_TARGET_MS=$BENCH_TARGET_MS BENCH_LAT_TARGET_MS=$BENCH_LAT_TARGET_MS BENCH_REPS=$BENCH_REPS" \

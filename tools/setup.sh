@@ -6,7 +6,10 @@
 #
 # Debian/Ubuntu packages: catch2 libfmt-dev pkg-config cmake (apt-get, through sudo when not root; `apt-get update`
 # only when something must be installed). Python: meson 1.12.x and ninja (pip; --user when not root). The CUDA
-# toolkit is not installed here: symm needs its headers (CCCL) even for the host backend, so its absence is an error.
+# toolkit is not installed here: with one (nvcc on PATH, in $CUDA_HOME, $CUDA_PATH or /usr/local/cuda) symm builds
+# both backends; without one only the host backend, whose CCCL headers are then fetched from PyPI (the
+# nvidia-cuda-cccl package, into the private prefix `tools/find-cccl.py --prefix` prints), where Meson finds them.
+# SYMM_TOOLKIT=none: behave as on a machine without a toolkit even if there is one (the no-toolkit CI stage).
 # Prints one line per thing installed and nothing else on success.
 
 symm_setup() {
@@ -16,9 +19,12 @@ symm_setup() {
   fi
   log="$(mktemp "${TMPDIR:-/tmp}/symm-setup.XXXXXX")"
 
-  # --- CUDA toolkit: located, never installed -----------------------------------------------------------------
-  local nvcc_path=''
-  if command -v nvcc >/dev/null 2>&1; then
+  # --- CUDA toolkit: located, never installed; without one, CCCL's headers for the host backend -----------------
+  local nvcc_path='' here
+  here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+  if [ "${SYMM_TOOLKIT:-auto}" = none ]; then
+    : # as if there were none
+  elif command -v nvcc >/dev/null 2>&1; then
     nvcc_path="$(command -v nvcc)"
   else
     local d
@@ -26,19 +32,32 @@ symm_setup() {
       if [ -n "$d" ] && [ -x "$d/bin/nvcc" ]; then nvcc_path="$d/bin/nvcc"; break; fi
     done
   fi
-  if [ -z "$nvcc_path" ]; then
-    echo "setup.sh: error: no CUDA toolkit found (nvcc is not on PATH, nor in \$CUDA_HOME, \$CUDA_PATH or /usr/local/cuda)." >&2
-    echo "  symm needs the toolkit's headers (CCCL, in <toolkit>/include/cccl) even for the host backend." >&2
-    echo "  Install the CUDA 13 toolkit (e.g. apt-get install cuda-toolkit-13-0 from NVIDIA's repository) or put its bin/ on PATH." >&2
-    rm -f "$log"; return 1
+  if [ -n "$nvcc_path" ]; then
+    local cuda_root
+    cuda_root="$(cd "$(dirname "$nvcc_path")/.." && pwd)"
+    if [ ! -d "$cuda_root/include/cccl" ]; then
+      echo "setup.sh: error: the CUDA toolkit at $cuda_root has no include/cccl: symm needs CUDA 13 or later." >&2
+      rm -f "$log"; return 1
+    fi
+    case ":$PATH:" in *":$cuda_root/bin:"*) ;; *) export PATH="$PATH:$cuda_root/bin" ;; esac
+  elif ! python3 "$here/find-cccl.py" >/dev/null 2>&1; then
+    # No toolkit: the host backend needs only CCCL's headers, which PyPI's nvidia-cuda-cccl ships as the toolkit does.
+    local cccl_prefix cccl_version
+    cccl_prefix="$(python3 "$here/find-cccl.py" --prefix)"
+    cccl_version="$(python3 "$here/find-cccl.py" --version)"
+    local cccl_args=(install -q --disable-pip-version-check --no-deps --target "$cccl_prefix")
+    if python3 -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))' 2>/dev/null; then
+      cccl_args+=(--break-system-packages)
+    fi
+    if ! python3 -m pip "${cccl_args[@]}" "nvidia-cuda-cccl==$cccl_version" >"$log" 2>&1 ||
+      ! python3 "$here/find-cccl.py" >/dev/null 2>&1; then
+      cat "$log" >&2
+      echo "setup.sh: error: no CUDA toolkit here, and pip could not fetch CCCL's headers (nvidia-cuda-cccl==$cccl_version into $cccl_prefix; log above)." >&2
+      echo "  Install the CUDA 13 toolkit, or fetch that package by hand and configure with -Dcccl_include=DIR/nvidia/cu13/include/cccl." >&2
+      rm -f "$log"; return 1
+    fi
+    echo "setup.sh: no CUDA toolkit: installed CCCL's headers (pip: nvidia-cuda-cccl $cccl_version) into $cccl_prefix; symm builds the host backend only"
   fi
-  local cuda_root
-  cuda_root="$(cd "$(dirname "$nvcc_path")/.." && pwd)"
-  if [ ! -d "$cuda_root/include/cccl" ]; then
-    echo "setup.sh: error: the CUDA toolkit at $cuda_root has no include/cccl: symm needs CUDA 13 or later." >&2
-    rm -f "$log"; return 1
-  fi
-  case ":$PATH:" in *":$cuda_root/bin:"*) ;; *) export PATH="$PATH:$cuda_root/bin" ;; esac
 
   # --- distribution packages: each is satisfied by the package or by an equivalent already there ---------------
   local missing=() pkg
@@ -118,8 +137,8 @@ symm_setup() {
 
   # --- cuobjdump and nvdisasm, for the SASS zero-cost test: some toolkit installs ship only the compiler -----------
   local nvcc_bin
-  nvcc_bin="$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")"
-  if [ ! -x "$nvcc_bin/cuobjdump" ] && ! command -v cuobjdump >/dev/null 2>&1 &&
+  nvcc_bin="$(dirname "${nvcc_path:-/usr/local/cuda/bin/nvcc}")"
+  if [ -n "$nvcc_path" ] && [ ! -x "$nvcc_bin/cuobjdump" ] && ! command -v cuobjdump >/dev/null 2>&1 &&
     ! python3 -c 'import nvidia.cu13, os, sys; sys.exit(not any(os.path.exists(os.path.join(p, "bin", "cuobjdump")) for p in nvidia.cu13.__path__))' >/dev/null 2>&1; then
     local sass_args=(install -q --disable-pip-version-check)
     if [ "$(id -u)" != 0 ]; then sass_args+=(--user); fi
