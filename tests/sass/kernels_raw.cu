@@ -142,3 +142,24 @@ extern "C" __global__ void scalar_p(void* const* peers, std::size_t offset_bytes
   check_pe(pe, n_pes);
   *at<int>(peers, pe, offset_bytes) = v;
 }
+
+extern "C" __global__ void
+p_quiet_loop(void* const* peers, std::size_t offset_bytes, int pe, int n_pes, int mask, long long iters) {
+  check_pe(pe, n_pes);
+  int* dst = at<int>(peers, pe, offset_bytes);
+  for (long long i = 0; i < iters; ++i) {
+    dst[i & mask] = static_cast<int>(i);
+    __threadfence_system();
+  }
+}
+
+extern "C" __global__ void warp_put_loop(void* const* peers, std::size_t offset_bytes, int pe, int n_pes, float* local,
+                                         std::size_t n, long long iters) {
+  check_pe(pe, n_pes);
+  auto warp = cg::tiled_partition<32>(cg::this_thread_block());
+  float* dst = at<float>(peers, pe, offset_bytes);
+  for (long long it = 0; it < iters; ++it) {
+    block_copy(warp.thread_rank(), warp.num_threads(), dst, local, n * sizeof(float));
+    asm volatile("" ::: "memory");
+  }
+}

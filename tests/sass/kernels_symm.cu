@@ -9,6 +9,7 @@
 // about 5 instructions per kernel (compare, branch, BPT.TRAP), one more kernel-parameter load, no memory instruction;
 // but behind the branch nvcc stops proving that the peer pointer is global, so the remote access becomes generic
 // (ST/LD instead of STG/LDG) in p_loop, g_loop, single_* and scalar_p, in the raw kernels exactly as in symm's.
+#include <symm/ordering.hpp>
 #include <symm/remote.hpp>
 #include <symm/rma.hpp>
 
@@ -63,4 +64,24 @@ extern "C" __global__ void ring_loop(symm::device_array<float> u) {
 // (6) a scalar p through scalar_ref (remote(scalar, pe) is a pe_ref<T>).
 extern "C" __global__ void scalar_p(symm::scalar_ref<int> s, int pe, int v) {
   symm::remote(s, pe) = v;
+}
+
+// (7) one p, then quiet(), per iteration (the p-latency loop), remote() named inside the loop: quiet's fence empties
+// L1 (CCTL.IVALL), so a peer-table read left in the loop would be an L2 round trip per iteration. The table does not
+// change while the world lives: it must be read once, before the loop.
+extern "C" __global__ void p_quiet_loop(symm::device_array<int> u, int pe, int mask, long long iters) {
+  for (long long i = 0; i < iters; ++i) {
+    symm::remote(u, pe)[static_cast<std::size_t>(i & mask)] = static_cast<int>(i);
+    symm::quiet();
+  }
+}
+
+// (8) one warp puts n floats per iteration, remote() named inside the loop, with a compiler barrier between iterations
+// (as any loop with other memory work in it has): the peer table is still read once, before the loop.
+extern "C" __global__ void warp_put_loop(symm::device_array<float> u, int pe, std::size_t n, long long iters) {
+  auto warp = cg::tiled_partition<32>(cg::this_thread_block());
+  for (long long it = 0; it < iters; ++it) {
+    symm::put(warp, symm::remote(u, pe).subspan(0, n), u.local().subspan(0, n));
+    asm volatile("" ::: "memory");
+  }
 }

@@ -47,14 +47,21 @@ template <class T>
 }
 
 //! PE `pe`'s heap base as this PE maps it. Device code reads the device copy of the table through the read-only cache
-//! (the table does not change while the world lives, so the compiler may hoist the read out of loops, and an acquire
-//! does not force it again) and states that the base is global memory, so accesses through it are LDG/STG rather than
-//! generic LD/ST. Host code reads the host copy.
+//! and states that the base is global memory, so accesses through it are LDG/STG rather than generic LD/ST. Host code
+//! reads the host copy.
+//!
+//! The device read is an inline-asm ld.global.nc that is neither volatile nor a memory access to the compiler: the
+//! table does not change while the world lives, so the read is a pure function of its address, which the compiler
+//! hoists out of loops and merges across fences and memory clobbers. With __ldg it stayed in any loop that also held
+//! a fence or an `asm volatile("" ::: "memory")` (a p-then-quiet loop, a loop of warp puts): after quiet's fence has
+//! emptied L1 that is an L2 round trip per iteration before the store can issue (tests/sass: p_quiet_loop,
+//! warp_put_loop).
 [[nodiscard]] SYMM_HOST_DEVICE SYMM_FORCEINLINE std::byte*
 peer_base(std::byte* const* host_table, std::byte* const* device_table, int pe) noexcept {
   NV_IF_TARGET(NV_IS_DEVICE, ({
-                 auto* base = reinterpret_cast<std::byte*>(
-                     __ldg(reinterpret_cast<const unsigned long long*>(device_table + pe)));
+                 unsigned long long bits;
+                 asm("ld.global.nc.u64 %0, [%1];" : "=l"(bits) : "l"(device_table + pe)); // not volatile: see above
+                 auto* base = reinterpret_cast<std::byte*>(bits);
                  // A tagged base (NVSHMEM RMA) is not an address at all, so only without that backend can the compiler
                  // be told that every base is global memory.
                  if constexpr (!SYMM_NVSHMEM_BACKEND()) __builtin_assume(__isGlobal(base));
