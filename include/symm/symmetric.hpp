@@ -84,11 +84,16 @@ private:
   template <class U, class V, std::size_t E>
   friend SYMM_HOST_DEVICE array_ref<U> array_cast(const array_ref<V, E>&);
 
+  //! The bytes of an element of U, as cv-qualified as U (a reinterpret_cast may not drop const).
+  template <class U>
+  using bytes_of = std::conditional_t<std::is_const_v<U>, const std::byte, std::byte>;
+
   //! `other`'s bytes from `byte_offset` on, as `size` elements of T (sub-arrays and casts). Works in device code: the
-  //! local address comes from other's, not from the host's peer table.
+  //! local address comes from other's, not from the host's peer table. The bytes keep U's constness, so a view of
+  //! const elements stays one (array_ref<const T>::subarray) and making T non-const from a const U does not compile.
   template <class U, std::size_t E>
   SYMM_HOST_DEVICE array_ref(const array_ref<U, E>& other, std::size_t byte_offset, std::size_t size) noexcept
-      : local_(reinterpret_cast<T*>(reinterpret_cast<std::byte*>(other.local_) + byte_offset)), world_(other.world_),
+      : local_(reinterpret_cast<T*>(reinterpret_cast<bytes_of<U>*>(other.local_) + byte_offset)), world_(other.world_),
         host_peers_(other.host_peers_), device_peers_(other.device_peers_), offset_(other.offset_ + byte_offset),
         size_(size), my_pe_(other.my_pe_), n_pes_(other.n_pes_) {}
 

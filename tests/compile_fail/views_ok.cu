@@ -1,0 +1,35 @@
+// expect-compile: ok
+// views_ok.cpp compiled by nvcc: its host code as nvcc's host pass sees it, and in kernels every member docs/api.md
+// marks "both" (views_both) and the device-only calls on the views: group-scoped put, get and put_signal from and into
+// pe_span<T> and pe_span<const T>, as a kernel that takes array_ref<const T> makes them.
+#include <cooperative_groups.h>
+
+#include "views_ok.cpp"
+
+namespace views_ok {
+
+template <class Group>
+__device__ void device_rma(const Group& group, symm::array_ref<int> out, symm::array_ref<const int> in,
+                           symm::array_ref<const int, 4> fixed_in, symm::signal_ref ready, int pe) {
+  // in -> PE pe's out, and PE pe's in -> out: a const view is the source of a put and the remote side of a get.
+  symm::put(group, symm::remote(out, pe).first(2), in.local().first(2));
+  symm::get(group, out.local().first(2), symm::remote(in, pe).subspan(2, 2));
+  symm::get(group, out.local().first<4>(), symm::remote(fixed_in, pe));
+  symm::put_nbi(group, symm::remote(out, pe).last(2), in.subarray(0, 2).local()).wait();
+  symm::get_nbi(group, out.local().last(2), symm::remote(in.subarray(2, 2), pe)).wait();
+  symm::put_signal(group, symm::remote(out, pe), in.local(), symm::remote(ready, pe), 1, symm::signal_op::set);
+  symm::put_signal_nbi(group, symm::remote(out, pe), in.local(), symm::remote(ready, pe), 1, symm::signal_op::add)
+      .wait();
+}
+
+__global__ void
+views_kernel(symm::array_ref<int> a, symm::array_ref<const int> c, symm::array_ref<int, 4> fixed,
+             symm::array_ref<const int, 4> fixed_c, symm::scalar_ref<int> s, symm::scalar_ref<const int> cs,
+             symm::signal_ref sig, symm::signal_array_ref sigs, symm::world_ref w, symm::team_ref t, int pe) {
+  views_both(a, c, fixed, fixed_c, s, cs, sig, sigs, w, t, pe);
+  device_rma(symm::this_thread(), a, c, fixed_c, sig, pe);
+  device_rma(cooperative_groups::this_thread_block(), a, c, fixed_c, sig, pe);
+  device_rma(cooperative_groups::tiled_partition<32>(cooperative_groups::this_thread_block()), a, c, fixed_c, sig, pe);
+}
+
+} // namespace views_ok
