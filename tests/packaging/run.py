@@ -41,7 +41,11 @@ def run(cmd, env=None, cwd=None):
 
 def check_consumer(symmrun: pathlib.Path, exe: pathlib.Path, how: str) -> str:
     """Runs `exe` with 2 PEs under the installed symmrun: both PEs must say hello and ok."""
-    out = run([symmrun, '-n', '2', exe])
+    return check_output(run([symmrun, '-n', '2', exe]), how)
+
+
+def check_output(out: str, how: str) -> str:
+    """The output of a consumer run with 2 PEs: both PEs said hello and ok. Returns the first PE's line."""
     lines = [line for line in out.splitlines() if EXPECTED in line]
     if len(lines) != 2 or not all(line.endswith(': ok') for line in lines):
         raise StepFailed(f'{how}: the consumer ran but printed {out!r}, not two lines "{EXPECTED} ...: ok"')
