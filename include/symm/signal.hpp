@@ -66,8 +66,14 @@ public:
   signal_ref() = default;
   SYMM_HOST_DEVICE explicit signal_ref(const array_ref<std::uint64_t>& word) noexcept : word_(word) {}
 
-  //! This PE's signal word (device memory on the CUDA backend).
+  //! This PE's signal word, to write or read it in place (NVSHMEM's `*psync = 1`): device code, and host code on the
+  //! host backend. Device memory on the cuda and nvshmem backends, where host code writes it with
+  //! `symm::remote(sig.word(), my_pe)[0].store(v)` and reads it with signal_fetch. A plain access: when a peer may
+  //! update the word at the same time, use signal_fetch / signal_wait_until and that pe_ref's atomics instead.
+  [[nodiscard]] SYMM_HOST_DEVICE std::uint64_t& local() const noexcept { return word_.local()[0]; }
+  //! The address of local().
   [[nodiscard]] SYMM_HOST_DEVICE std::uint64_t* local_address() const noexcept { return word_.local().data(); }
+  //! The signal as a one-element symmetric array: `symm::remote(sig.word(), pe)[0]` is PE pe's word as a pe_ref.
   [[nodiscard]] SYMM_HOST_DEVICE const array_ref<std::uint64_t>& word() const noexcept { return word_; }
   [[nodiscard]] SYMM_HOST_DEVICE int my_pe() const noexcept { return word_.my_pe(); }
   [[nodiscard]] SYMM_HOST_DEVICE detail::world_state* world() const noexcept { return word_.world(); }
@@ -107,7 +113,7 @@ public:
     NV_IF_TARGET(NV_IS_HOST, (check_index(i);))
     return signal_ref(words_.subarray(i, 1));
   }
-  //! This PE's signal words, e.g. for wait_until_any over them.
+  //! This PE's signal words, e.g. for wait_until_any over them, or to write one in place as signal_ref::local().
   [[nodiscard]] SYMM_HOST_DEVICE cuda::std::span<std::uint64_t> local() const noexcept { return words_.local(); }
 
 private:
@@ -155,6 +161,8 @@ public:
   explicit signal(const world& w) : words_(w, 1) {}
   [[nodiscard]] signal_ref ref() const { return words_[0]; }
   operator signal_ref() const { return ref(); }
+  //! This PE's signal word, as signal_ref::local() (device memory on the cuda and nvshmem backends).
+  [[nodiscard]] std::uint64_t& local() const { return ref().local(); }
   void reset() { words_.reset(); }
 
 private:

@@ -1,9 +1,10 @@
 // Remote atomics, put_signal and point-to-point waits in device code on the CUDA backend, as processes and as threads:
 // a counter hammered by every thread of every PE, a compare_exchange lock, a put_signal pipeline between blocks of
-// different PEs, a token ring and span waits, every atomic against a sequential model, and the host-side forms (the
-// stream-ordered put_signal; host atomics, which run in symm's one-thread kernel: the same model, a counter that host
-// code and a kernel hammer together; host waits on GPU memory: signal_wait_until / signal_fetch against a peer's
-// kernel, every comparison and span form, and a dead peer ending a wait with errc::peer_failed).
+// different PEs, NVSHMEM's ring broadcast (each PE writes its own signal word), a token ring and span waits, every
+// atomic against a sequential model, and the host-side forms (the stream-ordered put_signal; host atomics, which run
+// in symm's one-thread kernel: the same model, a counter that host code and a kernel hammer together; host waits on
+// GPU memory: signal_wait_until / signal_fetch against a peer's kernel, every comparison and span form, and a dead
+// peer ending a wait with errc::peer_failed).
 //
 // The PEs' kernels wait for each other, so they must run at the same time: each PE launches on its own non-blocking
 // stream (in threads mode the legacy default stream would serialise them), and processes on one GPU need MPS
@@ -449,6 +450,22 @@ __global__ void stream_consumer_kernel(symm::array_ref<std::uint32_t> regions, s
   }
 }
 
+// ---- NVSHMEM's ring broadcast (its examples' ring-bcast.cu), ported: a PE writes and reads its own signal word ------
+
+//! One thread per PE. The root raises its own signal (NVSHMEM: `*psync = 1`); every PE waits on its own, forwards the
+//! data with the signal to the next PE unless that is the root, and lowers its own signal again (`*psync = 0`).
+__global__ void ring_bcast_kernel(symm::array_ref<std::uint32_t> data, symm::signal_ref psync, int root, int me,
+                                  int n_pes) {
+  const int peer = (me + 1) % n_pes;
+  if (me == root) psync.local() = 1;
+  (void) symm::signal_wait_until(psync, symm::cmp::ne, 0);
+  if (peer != root) {
+    symm::put_signal(symm::this_thread(), symm::remote(data, peer), data.local(), symm::remote(psync, peer), 1,
+                     symm::signal_op::set);
+  }
+  psync.local() = 0;
+}
+
 // ---- host code on the CUDA backend: atomics (symm's one-thread kernel) and waits on GPU memory ---------------------
 
 //! The model of device_model, run from host code: every atomic is a launch of symm's kernel on the world's stream.
@@ -763,6 +780,50 @@ TEST_CASE("host fetch_add on the CUDA backend from every PE, beside a kernel's a
           if (i > 0) PE_REQUIRE(every[i] != every[i - 1]); // each old value returned once
         }
       }
+      world.barrier();
+    }));
+  }
+}
+
+TEST_CASE("NVSHMEM's ring broadcast: a PE writes and reads its own signal word, in device and host code",
+          "[gpu]["
+          "signal]") {
+  CAPTURE(symm_test::seed());
+  for (int n : {2, 4}) {
+    CAPTURE(n);
+    REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(n, [](symm::world& world) {
+      const int me = world.my_pe(), n_pes = world.n_pes();
+      constexpr std::size_t count = 4096;
+      symm::array<std::uint32_t> data(world, count);
+      symm::signal psync(world);
+      pe_stream s;
+      std::vector<std::uint32_t> values(count);
+      for (int round = 1; round <= 8; ++round) {
+        const int root = round % n_pes;
+        const auto r = static_cast<std::uint64_t>(round);
+        if (me == root) {
+          for (std::size_t i = 0; i < count; ++i)
+            values[i] = payload(symm_test::seed(), root, r, i);
+          GPU_CHECK(cudaMemcpyAsync(data.local().data(), values.data(), count * sizeof(std::uint32_t),
+                                    cudaMemcpyHostToDevice, s.stream));
+        }
+        ring_bcast_kernel<<<1, 1, 0, s.stream>>>(data, psync, root, me, n_pes);
+        GPU_CHECK(cudaGetLastError());
+        GPU_CHECK(cudaStreamSynchronize(s.stream));
+        auto got = symm_gpu_test::host_copy_of(data.local().data(), count);
+        for (std::size_t i = 0; i < count; ++i) {
+          if (got[i] != payload(symm_test::seed(), root, r, i)) {
+            PE_REQUIRE_EQ(got[i], payload(symm_test::seed(), root, r, i));
+          }
+        }
+        PE_REQUIRE_EQ(symm::signal_fetch(psync), std::uint64_t{0}); // lowered again by the kernel
+        world.barrier(); // the next round's root writes its data after every PE has read this round's
+      }
+      // Host code: the word is GPU memory here, written through its pe_ref and read with signal_fetch.
+      const auto mine = static_cast<std::uint64_t>(me) + 7;
+      symm::remote(psync.ref().word(), me)[0].store(mine);
+      PE_REQUIRE_EQ(symm::signal_fetch(psync), mine);
+      PE_REQUIRE_EQ(symm::signal_wait_until(psync, symm::cmp::eq, mine), mine);
       world.barrier();
     }));
   }

@@ -417,6 +417,45 @@ TEST_CASE("signals: several producers add into one signal; a signal_array gives 
   }));
 }
 
+TEST_CASE("a PE writes and reads its own signal word in place, as NVSHMEM's ring broadcast does with *psync",
+          "[atomics][signal]") {
+  CAPTURE(symm_test::seed());
+  REQUIRE_NOTHROW(on_pes(4, [](symm::world& world) {
+    const int me = world.my_pe(), n = world.n_pes(), root = 1, next = (me + 1) % n;
+    constexpr std::size_t count = 64;
+    symm::array<std::uint32_t> data(world, count);
+    symm::signal psync(world);
+    for (std::uint64_t round = 1; round <= 20; ++round) {
+      if (me == root) {
+        for (std::size_t i = 0; i < count; ++i)
+          data.local()[i] = payload(root, round, i);
+        psync.local() = 1; // the root has the data: its own signal says so
+      }
+      PE_REQUIRE_EQ(symm::signal_wait_until(psync, symm::cmp::ne, 0), std::uint64_t{1});
+      if (next != root)
+        symm::put_signal(symm::remote(data, next), data.local(), symm::remote(psync, next), 1, symm::signal_op::set);
+      for (std::size_t i = 0; i < count; ++i)
+        PE_REQUIRE_EQ(data.local()[i], payload(root, round, i));
+      psync.ref().local() = 0; // read back through every form below
+      PE_REQUIRE_EQ(symm::signal_fetch(psync), std::uint64_t{0});
+      PE_REQUIRE_EQ(*psync.ref().local_address(), std::uint64_t{0});
+      world.barrier(); // no PE signals the next round before every PE has reset its word
+    }
+
+    // The other forms name the same word: a signal_array's local() span, and the pe_ref that host code on the cuda and
+    // nvshmem backends writes it through.
+    symm::signal_array flags(world, 2);
+    flags.local()[1] = 5;
+    PE_REQUIRE_EQ(symm::signal_fetch(flags[1]), std::uint64_t{5});
+    PE_REQUIRE(flags[1].local_address() == &flags.local()[1]);
+    PE_REQUIRE(&flags[1].local() == &flags.ref().local()[1]);
+    symm::remote(flags[0].word(), me)[0].store(3);
+    PE_REQUIRE_EQ(flags[0].local(), std::uint64_t{3});
+    PE_REQUIRE_EQ(symm::signal_wait_until(flags[0], symm::cmp::eq, 3), std::uint64_t{3});
+    world.barrier();
+  }));
+}
+
 namespace {
 //! PE 0 waits on one word per PE while the others write theirs at random moments, with the _any, _some and _all forms
 //! and status masks; the test forms are checked before and after.

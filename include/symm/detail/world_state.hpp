@@ -53,12 +53,14 @@ constexpr bool heap_on_gpu(backend b) noexcept {
 }
 
 //! How to start a world. Every field has a default; environment variables override the defaults, not explicit values.
+//! Each default is a member initializer, so designated initializers may name any subset of the fields
+//! (`symm::world world({.heap_size = N});`) without -Wextra's missing-field-initializers warning.
 struct world_options {
-  std::optional<symm::backend> backend; //!< default: SYMM_BACKEND, else (a GPU is usable) nvshmem when built with
-                                        //!< it, cuda otherwise; else host
-  std::size_t heap_size = 0;            //!< bytes per PE; 0: SYMM_HEAP_SIZE, else 256 MiB
-  std::chrono::milliseconds bootstrap_timeout{0}; //!< 0: SYMM_BOOTSTRAP_TIMEOUT_MS, else 60 s
-  int device = -1;                                //!< GPU of this PE; -1: SYMM_DEVICE, else local PE modulo GPU count
+  std::optional<symm::backend> backend = std::nullopt; //!< nullopt: SYMM_BACKEND, else (a GPU is usable) nvshmem
+                                                       //!< when built with it, cuda otherwise; else host
+  std::size_t heap_size = 0;                           //!< bytes per PE; 0: SYMM_HEAP_SIZE, else 256 MiB
+  std::chrono::milliseconds bootstrap_timeout{0};      //!< 0: SYMM_BOOTSTRAP_TIMEOUT_MS, else 60 s
+  int device = -1; //!< GPU of this PE; -1: SYMM_DEVICE, else local PE modulo GPU count
 };
 
 namespace detail {
