@@ -18,10 +18,11 @@
 // Every form is collective over the team: each PE of the team calls it with the same collective, sizes, operation
 // and root, and on return (on completion, for the stream form) this PE's dst holds its result and every PE of the
 // team has finished reading this PE's src, so both may be reused. Buffers are symmetric arrays (symm::array or
-// array_ref) of one element type; dst and src must not overlap, except that broadcast, reduce and allreduce accept the
-// same array for both (in place). Extents are checked: static ones at compile time where the team size does not
-// matter, dynamic ones at run time (errc::extent_mismatch naming the PE and the sizes on the host; a trap in device
-// code). On the host backend the PEs' calls are compared (errc::allocation_mismatch listing each PE's call).
+// array_ref) of one element type, or symm::scalar / scalar_ref as arrays of one element; dst and src must not overlap,
+// except that broadcast, reduce and allreduce accept the same array for both (in place). Extents are checked: static
+// ones at compile time where the team size does not matter, dynamic ones at run time (errc::extent_mismatch naming the
+// PE and the sizes on the host; a trap in device code). On the host backend the PEs' calls are compared
+// (errc::allocation_mismatch listing each PE's call).
 //
 // Reductions fold the PEs' values in team order — v0 op v1 op ... op v(n-1) — the same on every PE, so every PE gets
 // the same bits. Algorithms: one-shot (each PE reads what it needs from all peers) up to
@@ -241,6 +242,39 @@ SYMM_DEVICE void reduce_scatter(const Group& group, const team_ref& t, array_ref
                 detail::check_reduction<Op, std::remove_cv_t<T>>()) {
     detail::device_collective_entry<detail::collective_id::reduce_scatter>(group, t, dst, src, op, -1, channel);
   }
+}
+
+//! The device forms on symm::scalar_ref, a one-element array (NVSHMEM's one-element buffers): the same as passing
+//! `s.element()`, the scalar's array_ref<T, 1>.
+//! \code
+//!   __global__ void k(symm::team_ref t, symm::scalar_ref<double> loss) {
+//!     symm::allreduce(cooperative_groups::this_thread_block(), t, loss, loss, symm::plus{});
+//!   }
+//! \endcode
+template <cooperating_group Group, class T, class U>
+SYMM_DEVICE void broadcast(const Group& group, const team_ref& t, scalar_ref<T> dst, scalar_ref<U> src, int root,
+                           int channel = 0) {
+  symm::broadcast(group, t, dst.element(), src.element(), root, channel);
+}
+template <cooperating_group Group, class T, std::size_t E1, class U>
+SYMM_DEVICE void fcollect(const Group& group, const team_ref& t, array_ref<T, E1> dst, scalar_ref<U> src,
+                          int channel = 0) {
+  symm::fcollect(group, t, dst, src.element(), channel);
+}
+template <cooperating_group Group, class T, class U, class Op>
+SYMM_DEVICE void reduce(const Group& group, const team_ref& t, scalar_ref<T> dst, scalar_ref<U> src, Op op, int root,
+                        int channel = 0) {
+  symm::reduce(group, t, dst.element(), src.element(), op, root, channel);
+}
+template <cooperating_group Group, class T, class U, class Op>
+SYMM_DEVICE void allreduce(const Group& group, const team_ref& t, scalar_ref<T> dst, scalar_ref<U> src, Op op,
+                           int channel = 0) {
+  symm::allreduce(group, t, dst.element(), src.element(), op, channel);
+}
+template <cooperating_group Group, class T, class U, std::size_t E2, class Op>
+SYMM_DEVICE void
+reduce_scatter(const Group& group, const team_ref& t, scalar_ref<T> dst, array_ref<U, E2> src, Op op, int channel = 0) {
+  symm::reduce_scatter(group, t, dst.element(), src, op, channel);
 }
 
 SYMM_END_NAMESPACE

@@ -353,6 +353,34 @@ TEST_CASE("static extents, and collectives many times in a row", "[collectives]"
   }));
 }
 
+TEST_CASE("collectives on symm::scalar and scalar_ref, as one-element arrays", "[collectives][scalar]") {
+  for (int n : {2, 3, 4}) {
+    REQUIRE_NOTHROW(on_pes(n, [n](symm::world& world) {
+      auto t = world.team();
+      const int me = world.my_pe();
+      symm::scalar<long> x(world), sum(world);
+      x.local() = me + 1;
+      symm::allreduce(t, sum, x, symm::plus{});
+      PE_REQUIRE_EQ(sum.local(), static_cast<long>(n * (n + 1) / 2));
+      symm::allreduce(t, x, x, symm::max{}); // in place
+      PE_REQUIRE_EQ(x.local(), static_cast<long>(n));
+      x.local() = 100 + me;
+      symm::broadcast(t, sum.ref(), x, n - 1); // scalar_ref dst
+      PE_REQUIRE_EQ(sum.local(), static_cast<long>(100 + n - 1));
+      x.local() = me;
+      symm::reduce(t, sum, x.ref(), symm::plus{}, 0);
+      if (me == 0) PE_REQUIRE_EQ(sum.local(), static_cast<long>(n * (n - 1) / 2));
+      // With arrays: a scalar per PE gathered, and one element per PE scattered.
+      symm::array<long> all(world, static_cast<std::size_t>(n));
+      symm::fcollect(t, all, x);
+      for (int i = 0; i < n; ++i)
+        PE_REQUIRE_EQ(all.local()[static_cast<std::size_t>(i)], static_cast<long>(i));
+      symm::reduce_scatter(t, sum, all, symm::plus{});
+      PE_REQUIRE_EQ(sum.local(), static_cast<long>(n * me));
+    }));
+  }
+}
+
 TEST_CASE("collectives of 64 MiB", "[collectives][large]") {
   CAPTURE(symm_test::seed());
   const symm::world_options big{.backend = symm::backend::host, .heap_size = std::size_t{160} << 20};

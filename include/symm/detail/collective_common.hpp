@@ -38,7 +38,9 @@ SYMM_HOST_DEVICE constexpr const char* collective_name(collective_id c) noexcept
   return "symm collective";
 }
 
-//! The buffers a collective may take: symm::array and symm::array_ref.
+//! The buffers a collective may take: symm::array and symm::array_ref, and symm::scalar and scalar_ref as arrays of
+//! one element (NVSHMEM's one-element buffers). `view(a)` is the buffer as an array_ref (host code: array::ref()
+//! checks that the array is alive).
 template <class A>
 struct buffer_traits : std::false_type {};
 template <class T, std::size_t E>
@@ -46,12 +48,28 @@ struct buffer_traits<array<T, E>> : std::true_type {
   using element = T;
   static constexpr std::size_t extent = E;
   static constexpr bool owning = true;
+  static array_ref<T, E> view(const array<T, E>& a) { return a.ref(); }
 };
 template <class T, std::size_t E>
 struct buffer_traits<array_ref<T, E>> : std::true_type {
   using element = T;
   static constexpr std::size_t extent = E;
   static constexpr bool owning = false;
+  static array_ref<T, E> view(const array_ref<T, E>& a) { return a; }
+};
+template <class T>
+struct buffer_traits<scalar<T>> : std::true_type {
+  using element = T;
+  static constexpr std::size_t extent = 1;
+  static constexpr bool owning = true; // a const scalar is read-only, as with remote()
+  static array_ref<T, 1> view(const scalar<T>& s) { return s.ref().element(); }
+};
+template <class T>
+struct buffer_traits<scalar_ref<T>> : std::true_type {
+  using element = T;
+  static constexpr std::size_t extent = 1;
+  static constexpr bool owning = false;
+  static array_ref<T, 1> view(const scalar_ref<T>& s) { return s.element(); }
 };
 
 template <class A>
@@ -71,8 +89,8 @@ inline constexpr bool writable_buffer =
 //! Checks a (dst, src) pair's element types; true when the collective may be instantiated.
 template <class Dst, class Src>
 SYMM_HOST_DEVICE constexpr bool check_buffer_pair() {
-  static_assert(writable_buffer<Dst>, "symm collective: dst must be writable: a non-const symm::array or an "
-                                      "array_ref<T> with non-const T");
+  static_assert(writable_buffer<Dst>, "symm collective: dst must be writable: a non-const symm::array or "
+                                      "symm::scalar, or an array_ref<T> or scalar_ref<T> with non-const T");
   static_assert(std::is_same_v<std::remove_cv_t<buffer_element<Dst>>, std::remove_cv_t<buffer_element<Src>>>,
                 "symm collective: dst and src must have the same element type");
   return writable_buffer<Dst> &&
@@ -99,11 +117,10 @@ template <class T, class U, std::size_t E>
 SYMM_HOST_DEVICE sym_buffer<T> make_sym_buffer(const array_ref<U, E>& r) {
   return sym_buffer<T>{r.host_peers(), r.device_peers(), r.offset(), r.size()};
 }
-//! Host only: the view of an array or array_ref (array::ref() checks that the array is alive).
+//! Host only: the view of an array, array_ref, scalar or scalar_ref (array::ref() checks that the array is alive).
 template <class T, class A>
 sym_buffer<T> host_sym_buffer(const A& a) {
-  if constexpr (buffer_traits<std::remove_cvref_t<A>>::owning) return make_sym_buffer<T>(a.ref());
-  else return make_sym_buffer<T>(a);
+  return make_sym_buffer<T>(buffer_traits<std::remove_cvref_t<A>>::view(a));
 }
 
 //! Elements [begin, begin + size).
