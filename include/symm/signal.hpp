@@ -138,6 +138,11 @@ public:
     state->copy(words_.local().data(), zeros.data(), words_.size_bytes());
     state->wait_for_all(state->world_group(), "symm::signal_array construction"); // after the agreed allocation
   }
+  // Move-only: kernels take symm::signal_array_ref; pass the signal_array (it converts) or ref().
+  signal_array(const signal_array&, detail::kernels_and_copies_take_the_view<signal_array_ref> = {}) = delete;
+  signal_array& operator=(const signal_array&) = delete;
+  signal_array(signal_array&&) = default;
+  signal_array& operator=(signal_array&&) = default;
   [[nodiscard]] std::size_t size() const noexcept { return words_.size(); }
   [[nodiscard]] signal_ref operator[](std::size_t i) const { return ref()[i]; }
   [[nodiscard]] signal_array_ref ref() const { return signal_array_ref(words_.ref()); }
@@ -159,6 +164,11 @@ private:
 class signal {
 public:
   explicit signal(const world& w) : words_(w, 1) {}
+  // Move-only: kernels take symm::signal_ref; pass the signal (it converts) or ref().
+  signal(const signal&, detail::kernels_and_copies_take_the_view<signal_ref> = {}) = delete;
+  signal& operator=(const signal&) = delete;
+  signal(signal&&) = default;
+  signal& operator=(signal&&) = default;
   [[nodiscard]] signal_ref ref() const { return words_[0]; }
   operator signal_ref() const { return ref(); }
   //! This PE's signal word, as signal_ref::local() (device memory on the cuda and nvshmem backends).

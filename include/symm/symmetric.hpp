@@ -186,7 +186,8 @@ public:
     }
     return *this;
   }
-  array(const array&) = delete;
+  // Not copyable: kernels take symm::array_ref<T> (symm::device_array<T>); pass the array (it converts) or ref().
+  array(const array&, detail::kernels_and_copies_take_the_view<array_ref<T, Extent>> = {}) = delete;
   array& operator=(const array&) = delete;
   ~array() { release(); }
 
@@ -268,6 +269,11 @@ template <class T>
 class scalar {
 public:
   explicit scalar(const world& w) : element_(w) {}
+  // Move-only: kernels take symm::scalar_ref<T>; pass the scalar (it converts) or ref().
+  scalar(const scalar&, detail::kernels_and_copies_take_the_view<scalar_ref<T>> = {}) = delete;
+  scalar& operator=(const scalar&) = delete;
+  scalar(scalar&&) = default;
+  scalar& operator=(scalar&&) = default;
   //! This PE's value. On the CUDA backend it is device memory: use remote(s, my_pe) from host code.
   [[nodiscard]] T& local() const { return element_.local()[0]; }
   [[nodiscard]] scalar_ref<T> ref() const { return scalar_ref<T>(element_.ref()); }

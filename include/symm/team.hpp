@@ -44,7 +44,8 @@ class team {
 public:
   //! An invalid team (OpenSHMEM's SHMEM_TEAM_INVALID).
   team() noexcept = default;
-  team(const team&) = delete;
+  // Move-only: kernels take symm::team_ref; pass the team (it converts) or ref().
+  team(const team&, detail::kernels_and_copies_take_the_view<team_ref> = {}) = delete;
   team& operator=(const team&) = delete;
   team(team&& other) noexcept : state_(std::move(other.state_)), uncaught_(other.uncaught_) {}
   //! Destroys this team first (collective), then takes `other`'s.

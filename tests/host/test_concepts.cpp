@@ -105,7 +105,21 @@ TEST_CASE("pe_ref: assignment is a put, conversion a get, and nothing hides a re
   STATIC_REQUIRE(std::is_trivially_copyable_v<symm::pe_span<double>>);
   STATIC_REQUIRE(std::is_trivially_copyable_v<symm::array_ref<double>>);
   STATIC_REQUIRE(std::is_trivially_copyable_v<symm::scalar_ref<double>>);
-  STATIC_REQUIRE_FALSE(std::is_copy_constructible_v<symm::array<int>>); // owning and collective: move-only
+  // Owning and collective: move-only, their deleted copy constructor naming the view (kernel_takes_array.cu).
+  STATIC_REQUIRE_FALSE(std::is_copy_constructible_v<symm::array<int>>);
+  STATIC_REQUIRE_FALSE(std::is_copy_constructible_v<symm::scalar<int>>);
+  STATIC_REQUIRE_FALSE(std::is_copy_constructible_v<symm::signal>);
+  STATIC_REQUIRE_FALSE(std::is_copy_constructible_v<symm::signal_array>);
+  STATIC_REQUIRE_FALSE(std::is_copy_constructible_v<symm::team>);
+  STATIC_REQUIRE_FALSE(std::is_copy_assignable_v<symm::scalar<int>>);
+  STATIC_REQUIRE_FALSE(std::is_copy_assignable_v<symm::signal>);
+  STATIC_REQUIRE(std::is_nothrow_move_constructible_v<symm::array<int>>);
+  STATIC_REQUIRE(std::is_nothrow_move_constructible_v<symm::scalar<int>>);
+  STATIC_REQUIRE(std::is_nothrow_move_constructible_v<symm::signal>);
+  STATIC_REQUIRE(std::is_nothrow_move_constructible_v<symm::signal_array>);
+  STATIC_REQUIRE(std::is_nothrow_move_constructible_v<symm::team>);
+  STATIC_REQUIRE(std::is_nothrow_move_assignable_v<symm::scalar<int>>);
+  STATIC_REQUIRE(std::is_nothrow_move_assignable_v<symm::signal>);
   STATIC_REQUIRE_FALSE(std::is_copy_constructible_v<symm::future<>>);
   STATIC_REQUIRE_FALSE(std::is_move_constructible_v<symm::barrier_scope>);
 }

@@ -20,6 +20,14 @@
 SYMM_BEGIN_NAMESPACE
 namespace detail {
 
+//! The hint in a move-only symmetric object's deleted copy constructor, which takes one as a defaulted second
+//! parameter (it stays the copy constructor): copying the object, or passing it by value to a kernel (as an NVSHMEM
+//! kernel takes its pointer), then fails with a diagnostic that names the view to use, e.g. nvcc's "function
+//! symm::array<T, Extent>::array(const symm::array<T, Extent> &, symm::detail::kernels_and_copies_take_the_view<
+//! symm::array_ref<T, Extent>>) ... cannot be referenced -- it is a deleted function".
+template <class View>
+struct kernels_and_copies_take_the_view {};
+
 //! What a failed release outside of unwinding does: a destructor cannot throw.
 enum class on_release_failure {
   abort,      //!< print and end the PE (a mismatched free is a broken program)
