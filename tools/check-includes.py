@@ -84,6 +84,13 @@ def host_compiler_of_nvcc(argv: list[str]) -> str:
     return 'g++'
 
 
+def command_of(entry: dict) -> tuple[list[str], bool, str]:
+    """An entry's argv, whether it is an nvcc command, and the host compiler whose default directories apply."""
+    argv = shlex.split(entry['command']) if 'command' in entry else list(entry['arguments'])
+    is_nvcc = Path(argv[0]).name == 'nvcc'
+    return argv, is_nvcc, host_compiler_of_nvcc(argv) if is_nvcc else argv[0]
+
+
 def strip_outputs(argv: list[str]) -> list[str]:
     kept, skip = [], False
     for arg in argv:
@@ -107,21 +114,19 @@ def under(path: str, roots: list[str]) -> str | None:
 
 
 def check(entry: dict, args, defaults: dict[str, list[str]], forbidden: list[str]) -> Result:
-    argv = shlex.split(entry['command']) if 'command' in entry else list(entry['arguments'])
+    argv, is_nvcc, host = command_of(entry)
     target, source = target_of(entry), entry['file']
-    is_nvcc = Path(argv[0]).name == 'nvcc'
-    host = host_compiler_of_nvcc(argv) if is_nvcc else argv[0]
-    if host not in defaults:
-        defaults[host] = default_include_dirs(host)
     kept_dirs = [d for d in defaults[host] if os.path.normpath(d) not in args.exclude]
     with tempfile.TemporaryDirectory(prefix='symm-check-includes-') as scratch:
         deps = os.path.join(scratch, 'deps.d')
         cmd = strip_outputs(argv)
         if is_nvcc:
             # nvcc has no -fsyntax-only: its translation units are always preprocessed (-M), host and device passes
-            cmd += ['-Xcompiler=-nostdinc,-nostdinc++,-fdiagnostics-color=never'] + [f'-isystem={d}' for d in kept_dirs] + ['-M', '-o', deps]
+            cmd += ['-Xcompiler=-nostdinc,-nostdinc++,-fdiagnostics-color=never']
+            cmd += [f'-isystem={d}' for d in kept_dirs] + ['-M', '-o', deps]
         else:
-            cmd += ['-fdiagnostics-color=never', '-nostdinc', '-nostdinc++'] + [x for d in kept_dirs for x in ('-isystem', d)]
+            cmd += ['-fdiagnostics-color=never', '-nostdinc', '-nostdinc++']
+            cmd += [x for d in kept_dirs for x in ('-isystem', d)]
             cmd += ['-fsyntax-only', '-MD', '-MF', deps] if args.syntax_only else ['-M', '-MF', deps]
         done = subprocess.run(cmd, cwd=entry['directory'], capture_output=True, text=True)
         shown = ' '.join(shlex.quote(c) for c in cmd)
@@ -172,9 +177,8 @@ def main() -> int:
     entries = json.loads(database.read_text())
     defaults: dict[str, list[str]] = {}
     # The default directories are read once per compiler, before the workers start.
-    for entry in entries:
-        argv = shlex.split(entry['command']) if 'command' in entry else list(entry['arguments'])
-        host = host_compiler_of_nvcc(argv) if Path(argv[0]).name == 'nvcc' else argv[0]
+    commands = [command_of(entry) for entry in entries]
+    for _, _, host in commands:
         if host not in defaults:
             defaults[host] = default_include_dirs(host)
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
@@ -186,8 +190,7 @@ def main() -> int:
             print(f'check-includes: FAILED: target {r.target} ({r.source}): {r.message}', flush=True)
         elif args.list:
             print(f'check-includes: ok: target {r.target} ({r.source})')
-    n_nvcc = sum(1 for e in entries if Path(shlex.split(e['command'])[0] if 'command' in e else e['arguments'][0])
-                 .name == 'nvcc')
+    n_nvcc = sum(1 for _, is_nvcc, _ in commands if is_nvcc)
     mode = '-fsyntax-only' if args.syntax_only else 'preprocessing (-M)'
     print(f'check-includes: {len(results) - len(failed)} of {len(results)} translation units pass ({n_nvcc} nvcc, '
           f'{len(results) - n_nvcc} host) by {mode}, without {", ".join(sorted(args.exclude))}'

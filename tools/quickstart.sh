@@ -10,7 +10,7 @@ build="${SYMM_BUILD_DIR:-build}"
 # shellcheck source=tools/setup.sh
 source tools/setup.sh
 
-if [ -f $build/meson-private/coredata.dat ]; then
+if [ -f "$build/meson-private/coredata.dat" ]; then
   echo "quickstart: reusing $build/"
   # A build/ whose options changed type since it was configured (tests and examples became features) cannot
   # regenerate itself: configure it afresh, keeping nothing but the folder.
@@ -34,7 +34,7 @@ backend=host example=$host_example why=''
 if [ -z "$gpu_list" ]; then
   why='no GPU listed by nvidia-smi -L'
 elif [ "$have_cuda_compiler" != True ] || [ "$cuda_built" = disabled ]; then
-  why='a GPU is present, but $build/ was configured without the CUDA backend (meson setup --reconfigure $build -Dcuda=enabled)'
+  why="a GPU is present, but $build/ was configured without the CUDA backend (meson setup --reconfigure $build -Dcuda=enabled)"
 else
   backend=cuda example=$gpu_example why="$(echo "$gpu_list" | head -n 1)"
 fi

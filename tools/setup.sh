@@ -18,6 +18,13 @@ symm_setup() {
     if command -v sudo >/dev/null 2>&1; then sudo='sudo'; fi
   fi
   log="$(mktemp "${TMPDIR:-/tmp}/symm-setup.XXXXXX")"
+  # `pip install` as every install below runs it; Debian's python (PEP 668) needs --break-system-packages, harmless
+  # here: meson, ninja and NVIDIA's tool and header wheels are pure tools, no conflict with Debian's packages.
+  local pip_install=(install -q --disable-pip-version-check) pip_user=()
+  if python3 -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))' 2>/dev/null; then
+    pip_install+=(--break-system-packages)
+  fi
+  if [ "$(id -u)" != 0 ]; then pip_user=(--user); fi
 
   # --- CUDA toolkit: located, never installed; without one, CCCL's headers for the host backend -----------------
   local nvcc_path='' here
@@ -45,11 +52,7 @@ symm_setup() {
     local cccl_prefix cccl_version
     cccl_prefix="$(python3 "$here/find-cccl.py" --prefix)"
     cccl_version="$(python3 "$here/find-cccl.py" --version)"
-    local cccl_args=(install -q --disable-pip-version-check --no-deps --target "$cccl_prefix")
-    if python3 -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))' 2>/dev/null; then
-      cccl_args+=(--break-system-packages)
-    fi
-    if ! python3 -m pip "${cccl_args[@]}" "nvidia-cuda-cccl==$cccl_version" >"$log" 2>&1 ||
+    if ! python3 -m pip "${pip_install[@]}" --no-deps --target "$cccl_prefix" "nvidia-cuda-cccl==$cccl_version" >"$log" 2>&1 ||
       ! python3 "$here/find-cccl.py" >/dev/null 2>&1; then
       cat "$log" >&2
       echo "setup.sh: error: no CUDA toolkit here, and pip could not fetch CCCL's headers (nvidia-cuda-cccl==$cccl_version into $cccl_prefix; log above)." >&2
@@ -111,12 +114,9 @@ symm_setup() {
   case "$meson_version" in
     1.12.*) ;;
     *)
-      local pip_args=(install -q --disable-pip-version-check) target_bin="$scripts_bin"
-      if [ "$(id -u)" != 0 ]; then pip_args+=(--user); target_bin="$user_bin"; fi
-      if python3 -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))' 2>/dev/null; then
-        pip_args+=(--break-system-packages) # Debian's python (PEP 668): meson and ninja are pure tools, no conflict
-      fi
-      if ! python3 -m pip "${pip_args[@]}" meson==1.12.1 ninja==1.13.0 >"$log" 2>&1; then
+      local target_bin="$scripts_bin"
+      if [ "${#pip_user[@]}" -gt 0 ]; then target_bin="$user_bin"; fi
+      if ! python3 -m pip "${pip_install[@]}" "${pip_user[@]}" meson==1.12.1 ninja==1.13.0 >"$log" 2>&1; then
         cat "$log" >&2
         echo "setup.sh: error: pip could not install meson==1.12.1 ninja==1.13.0 (log above)." >&2
         rm -f "$log"; return 1
@@ -140,12 +140,7 @@ symm_setup() {
   nvcc_bin="$(dirname "${nvcc_path:-/usr/local/cuda/bin/nvcc}")"
   if [ -n "$nvcc_path" ] && [ ! -x "$nvcc_bin/cuobjdump" ] && ! command -v cuobjdump >/dev/null 2>&1 &&
     ! python3 -c 'import nvidia.cu13, os, sys; sys.exit(not any(os.path.exists(os.path.join(p, "bin", "cuobjdump")) for p in nvidia.cu13.__path__))' >/dev/null 2>&1; then
-    local sass_args=(install -q --disable-pip-version-check)
-    if [ "$(id -u)" != 0 ]; then sass_args+=(--user); fi
-    if python3 -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))' 2>/dev/null; then
-      sass_args+=(--break-system-packages)
-    fi
-    if ! python3 -m pip "${sass_args[@]}" nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37 >"$log" 2>&1; then
+    if ! python3 -m pip "${pip_install[@]}" "${pip_user[@]}" nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37 >"$log" 2>&1; then
       cat "$log" >&2
       echo "setup.sh: error: pip could not install nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm (log above)." >&2
       rm -f "$log"; return 1

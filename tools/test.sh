@@ -13,8 +13,8 @@
 #   /usr/local/cuda. Runs tools/quickstart.sh (the host example) and every suite but soak. Skipped when there is no
 #   toolkit to hide (stage 1 was that already); SYMM_NO_TOOLKIT_STAGE=0 skips it.
 # Every stage runs even if an earlier one fails; the exit status is non-zero if anything failed.
-# Environment: SYMM_SANITIZE (1 default, 0 off), SYMM_NO_TOOLKIT_STAGE (1 default, 0 off), SYMM_TEST_JOBS (parallel tests, default 2), MESON_TEST_ARGS (extra
-# arguments for both `meson test` runs, e.g. "--suite host").
+# Environment: SYMM_SANITIZE (1 default, 0 off), SYMM_NO_TOOLKIT_STAGE (1 default, 0 off), SYMM_TEST_JOBS (parallel
+# tests, default 2), MESON_TEST_ARGS (extra arguments for every `meson test` run, e.g. "--suite host").
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
