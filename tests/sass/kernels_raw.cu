@@ -66,6 +66,7 @@ __device__ __forceinline__ void
 vectors(unsigned rank, unsigned count, V* __restrict__ dst, const V* __restrict__ src, std::size_t n) {
   std::size_t i = rank;
   const std::size_t stride = count;
+#pragma unroll 1
   for (; i + 3 * stride < n; i += 4 * stride) {
     V a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
     dst[i] = a;
@@ -73,11 +74,13 @@ vectors(unsigned rank, unsigned count, V* __restrict__ dst, const V* __restrict_
     dst[i + 2 * stride] = c;
     dst[i + 3 * stride] = d;
   }
+#pragma unroll 1
   for (; i < n; i += stride)
     dst[i] = src[i];
 }
 __device__ __forceinline__ void
 bytes_(unsigned rank, unsigned count, unsigned char* dst, const unsigned char* src, std::size_t n) {
+#pragma unroll 1
   for (std::size_t i = rank; i < n; i += count)
     dst[i] = src[i];
 }
