@@ -109,7 +109,7 @@ SYMM_DEVICE SYMM_FORCEINLINE void barrier_round(const Group& group, const world_
   const int rank = static_cast<int>(group.thread_rank()), count = static_cast<int>(group.num_threads());
   using flag = cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>;
   if (flags.first_remote != nullptr) {
-    cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_system);
+    release_fence_system();
     store_arrival(flags.first_remote, epoch);
     for (int k = rank + count; k < n - 1; k += count) {
       store_arrival(&w.barrier_flags((me + 1 + k) % n, channel)[me], epoch);

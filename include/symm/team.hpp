@@ -304,7 +304,7 @@ pair_barrier_round(const Group& group, const team_ref& t, const FlagsOf& flags_o
   const int rank = static_cast<int>(group.thread_rank()), count = static_cast<int>(group.num_threads());
   std::uint64_t* mine = flags_of(me);
   std::uint64_t* sent = mine + t.world_n_pes();
-  if (rank < size) cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_system);
+  if (rank < size) release_fence_system();
   for (int i = rank; i < size; i += count) {
     const int p = t.world_pe(i);
     if (p == me) continue;

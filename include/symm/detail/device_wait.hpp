@@ -23,6 +23,16 @@ SYMM_DEVICE SYMM_FORCEINLINE std::uint64_t global_timer_ns() {
   return t;
 }
 
+//! A system-scope release fence: this thread's earlier loads and stores are ordered before its later stores, which
+//! a peer's acquire of such a store then sees (the release pattern of a barrier's arrival or a signal). On sm_90 and
+//! later it is PTX's fence.release.sys: MEMBAR.ALL.SYS alone. cuda::atomic_thread_fence(memory_order_release) emits
+//! fence.acq_rel.sys, which adds an L1 invalidate (CCTL.IVALL) that an arrival does not need: the waits that follow
+//! are acquire loads, which invalidate L1 themselves. Older GPUs have no one-way fence and take the acq_rel one.
+SYMM_DEVICE SYMM_FORCEINLINE void release_fence_system() {
+  NV_IF_ELSE_TARGET(NV_PROVIDES_SM_90, (asm volatile("fence.release.sys;" ::: "memory");),
+                    (cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_system);))
+}
+
 [[noreturn]] SYMM_DEVICE __noinline__ inline void report_deadlock(const char* what, int me, int peer) {
   ::printf("symm: PE %d waited %llu ms in %s for PE %d (block %d, thread %d): probable deadlock, trapping\n", me,
            static_cast<unsigned long long>(SYMM_DEVICE_WAIT_TIMEOUT_NS / 1000000), what, peer,
