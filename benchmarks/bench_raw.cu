@@ -193,32 +193,31 @@ __global__ void raw_pingpong(int* mine, int* theirs, bool issuer, int base, long
   }
 }
 
-// pingpong_signal: an 8-byte payload store then a release store of a 64-bit signal (put + signal), answered the
-// same way; the waiting side acquires the signal.
+// pingpong_signal: an 8-byte put from a local source word, then a release store of a 64-bit signal (put + signal),
+// answered the same way; the waiting side acquires the signal. The payload is loaded from the source after the wait, as
+// a put-with-signal from a buffer does (symm's and NVSHMEM's rows): the wait's acquire has emptied L1, so that load is
+// an L2 read before the remote store can issue. The source is not rewritten in the loop (nor in theirs).
 __global__ void
 raw_pingpong_signal(unsigned long long* my_sig, unsigned long long* their_sig, unsigned long long* their_payload,
-                    int pe, unsigned long long base, long long iters, int* err) {
+                    const unsigned long long* src, int pe, unsigned long long base, long long iters, int* err) {
   for (long long i = 1; i <= iters; ++i) {
     unsigned long long v = base + static_cast<unsigned long long>(i);
     if (pe != 0 && !wait_geq([&] { return ld_acquire_sys(my_sig); }, v, err)) return;
-    *reinterpret_cast<volatile unsigned long long*>(their_payload) = v;
+    *reinterpret_cast<volatile unsigned long long*>(their_payload) = *src;
     st_release_sys(their_sig, v);
     if (pe == 0 && !wait_geq([&] { return ld_acquire_sys(my_sig); }, v, err)) return;
   }
 }
 
-// pingpong_signal, scope "thread_staged": the same, but the payload goes through a local word first (store it, load it
-// back, store that into the peer), as a put-with-signal from a source buffer does (symm's and NVSHMEM's): the measured
-// cost of staging, which tells how much of their gap to the direct store above comes from it.
-__global__ void raw_pingpong_signal_staged(
-    unsigned long long* my_sig, unsigned long long* their_sig, unsigned long long* their_payload,
-    unsigned long long* stage, int pe, unsigned long long base, long long iters, int* err) {
+// pingpong_signal, scope "thread_register": the same with the payload stored from a register (the sequence number), no
+// source buffer: the floor of a program that has the value at hand, which a put from memory cannot reach.
+__global__ void raw_pingpong_signal_register(unsigned long long* my_sig, unsigned long long* their_sig,
+                                             unsigned long long* their_payload, int pe, unsigned long long base,
+                                             long long iters, int* err) {
   for (long long i = 1; i <= iters; ++i) {
     unsigned long long v = base + static_cast<unsigned long long>(i);
     if (pe != 0 && !wait_geq([&] { return ld_acquire_sys(my_sig); }, v, err)) return;
-    *reinterpret_cast<volatile unsigned long long*>(stage) = v;
-    *reinterpret_cast<volatile unsigned long long*>(their_payload) =
-        *reinterpret_cast<volatile unsigned long long*>(stage);
+    *reinterpret_cast<volatile unsigned long long*>(their_payload) = v;
     st_release_sys(their_sig, v);
     if (pe == 0 && !wait_geq([&] { return ld_acquire_sys(my_sig); }, v, err)) return;
   }
@@ -742,30 +741,30 @@ void two_sided_points(context& c, const buffers& b) {
     auto* mine = b.at<unsigned long long>(b.ctrl, ctrl_layout::signal);
     auto* theirs = b.at<unsigned long long>(b.pctrl, ctrl_layout::signal);
     auto* payload = b.at<unsigned long long>(b.pctrl, ctrl_layout::payload);
+    const auto* src = b.at<unsigned long long>(b.ctrl, ctrl_layout::payload) + 1; // as symm's: the word after it
     measurement m = measure(
         [&](long long n) {
-          raw_pingpong_signal<<<1, 1, 0, c.stream>>>(mine, theirs, payload, c.pe, seq, n, err);
+          raw_pingpong_signal<<<1, 1, 0, c.stream>>>(mine, theirs, payload, src, c.pe, seq, n, err);
           seq += static_cast<unsigned long long>(n);
         },
         c.stream, c.opt, c.opt.lat_target_ms, &c.link);
     check_err(err, "pingpong_signal");
     emit("pingpong_signal", "thread", 8, m);
   }
-  if (c.opt.wants("pingpong_signal", "thread_staged")) {
-    set_step("raw pingpong_signal thread_staged");
-    unsigned long long seq = 1ull << 40; // above every value of the direct form: the signal words only grow
+  if (c.opt.wants("pingpong_signal", "thread_register")) {
+    set_step("raw pingpong_signal thread_register");
+    unsigned long long seq = 1ull << 40; // above every value of the main form: the signal words only grow
     auto* mine = b.at<unsigned long long>(b.ctrl, ctrl_layout::signal);
     auto* theirs = b.at<unsigned long long>(b.pctrl, ctrl_layout::signal);
     auto* payload = b.at<unsigned long long>(b.pctrl, ctrl_layout::payload);
-    auto* stage = b.at<unsigned long long>(b.ctrl, ctrl_layout::payload) + 1;
     measurement m = measure(
         [&](long long n) {
-          raw_pingpong_signal_staged<<<1, 1, 0, c.stream>>>(mine, theirs, payload, stage, c.pe, seq, n, err);
+          raw_pingpong_signal_register<<<1, 1, 0, c.stream>>>(mine, theirs, payload, c.pe, seq, n, err);
           seq += static_cast<unsigned long long>(n);
         },
         c.stream, c.opt, c.opt.lat_target_ms, &c.link);
-    check_err(err, "pingpong_signal thread_staged");
-    emit("pingpong_signal", "thread_staged", 8, m);
+    check_err(err, "pingpong_signal thread_register");
+    emit("pingpong_signal", "thread_register", 8, m);
   }
   int bar_seq = 0; // shared by both barrier scopes: the flags only grow
   for (const char* scope : {"thread", "block"}) {
