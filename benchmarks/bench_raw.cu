@@ -211,9 +211,9 @@ raw_pingpong_signal(unsigned long long* my_sig, unsigned long long* their_sig, u
 
 // pingpong_signal, scope "thread_register": the same with the payload stored from a register (the sequence number), no
 // source buffer: the floor of a program that has the value at hand, which a put from memory cannot reach.
-__global__ void raw_pingpong_signal_register(unsigned long long* my_sig, unsigned long long* their_sig,
-                                             unsigned long long* their_payload, int pe, unsigned long long base,
-                                             long long iters, int* err) {
+__global__ void raw_pingpong_signal_register(
+    unsigned long long* my_sig, unsigned long long* their_sig, unsigned long long* their_payload, int pe,
+    unsigned long long base, long long iters, int* err) {
   for (long long i = 1; i <= iters; ++i) {
     unsigned long long v = base + static_cast<unsigned long long>(i);
     if (pe != 0 && !wait_geq([&] { return ld_acquire_sys(my_sig); }, v, err)) return;

@@ -22,7 +22,7 @@ copy_vectors(unsigned rank, unsigned count, Vector* __restrict__ dst, const Vect
   // Not unrolled further (nor the loops below): the body already keeps four loads in flight, and with a stride the
   // compiler knows (a warp's 32) it unrolled each loop four more times behind a trip-count prologue, ~40 instructions
   // before the first store of a copy that gives each thread one vector (a 32-512 B warp put).
-#pragma unroll 1
+#  pragma unroll 1
   for (; i + 3 * stride < n; i += 4 * stride) {
     Vector a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
     dst[i] = a;
@@ -30,14 +30,14 @@ copy_vectors(unsigned rank, unsigned count, Vector* __restrict__ dst, const Vect
     dst[i + 2 * stride] = c;
     dst[i + 3 * stride] = d;
   }
-#pragma unroll 1
+#  pragma unroll 1
   for (; i < n; i += stride)
     dst[i] = src[i];
 }
 
 SYMM_DEVICE SYMM_FORCEINLINE void
 copy_bytes(unsigned rank, unsigned count, unsigned char* dst, const unsigned char* src, std::size_t n) {
-#pragma unroll 1
+#  pragma unroll 1
   for (std::size_t i = rank; i < n; i += count)
     dst[i] = src[i];
 }

@@ -23,13 +23,18 @@ SYMM_DEVICE SYMM_FORCEINLINE std::uint64_t global_timer_ns() {
   return t;
 }
 
+//! PTX's fence.release.sys (sm_90 and later): release_fence_system's fence where the GPU has it.
+SYMM_DEVICE SYMM_FORCEINLINE void fence_release_sys_ptx() {
+  asm volatile("fence.release.sys;" ::: "memory");
+}
+
 //! A system-scope release fence: this thread's earlier loads and stores are ordered before its later stores, which
 //! a peer's acquire of such a store then sees (the release pattern of a barrier's arrival or a signal). On sm_90 and
 //! later it is PTX's fence.release.sys: MEMBAR.ALL.SYS alone. cuda::atomic_thread_fence(memory_order_release) emits
 //! fence.acq_rel.sys, which adds an L1 invalidate (CCTL.IVALL) that an arrival does not need: the waits that follow
 //! are acquire loads, which invalidate L1 themselves. Older GPUs have no one-way fence and take the acq_rel one.
 SYMM_DEVICE SYMM_FORCEINLINE void release_fence_system() {
-  NV_IF_ELSE_TARGET(NV_PROVIDES_SM_90, (asm volatile("fence.release.sys;" ::: "memory");),
+  NV_IF_ELSE_TARGET(NV_PROVIDES_SM_90, (fence_release_sys_ptx();),
                     (cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_system);))
 }
 
