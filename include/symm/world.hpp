@@ -81,6 +81,9 @@ public:
   [[nodiscard]] int local_n_pes() const noexcept { return state_->job().local_n_pes; }
   //! Which backend holds the heap.
   [[nodiscard]] symm::backend backend() const noexcept { return state_->kind(); }
+  //! The GPU this PE uses and why (docs/launching.md: world_options::device, else SYMM_DEVICE, else the local PE
+  //! modulo the visible GPUs); number -1 on the host backend.
+  [[nodiscard]] device_info device() const { return state_->device(); }
   //! Bytes of symmetric heap per PE.
   [[nodiscard]] std::size_t heap_size() const noexcept { return state_->heap_bytes(); }
   //! Bytes of symmetric heap in use (identical on every PE).

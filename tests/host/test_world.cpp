@@ -1,4 +1,5 @@
 // World life cycle, launchers' variables, barriers.
+#include <symm/detail/device_choice.hpp>
 #include <symm/symm.hpp>
 
 #include <cstdlib>
@@ -210,4 +211,175 @@ TEST_CASE("the meeting place comes from the launcher's job identity, never a fal
                       symm_test::contains_substring("torchrun: the launcher's variables give this job no identity") &&
                           symm_test::contains_substring("MASTER_ADDR and MASTER_PORT not set") &&
                           symm_test::contains_substring("SYMM_JOB_ID=$(uuidgen)"));
+}
+
+// ---- Which GPU a PE uses: detail::choose_device over tables of facts, no GPU needed
+// ----------------------------------
+
+namespace {
+symm::detail::device_facts gpus(int count, int local_pe, int local_n_pes) {
+  symm::detail::device_facts f;
+  f.pe = 7;
+  f.local_pe = local_pe;
+  f.local_n_pes = local_n_pes;
+  f.launcher = "Open MPI";
+  f.device_count = count;
+  return f;
+}
+} // namespace
+
+TEST_CASE("device choice: the options, then SYMM_DEVICE, then the local PE modulo the visible GPUs",
+          "[world]["
+          "device]") {
+  using symm::detail::choose_device;
+  auto f = gpus(4, 5, 8);
+  auto by_rank = choose_device(f);
+  CHECK(by_rank.device == 1);
+  CHECK(by_rank.reason == "local PE 5 of 8 (Open MPI) on GPU 5 % 4");
+  CHECK(by_rank.warning.find("2 PEs of this node share GPU 1") != std::string::npos);
+
+  f.symm_device = "3";
+  auto by_env = choose_device(f);
+  CHECK(by_env.device == 3);
+  CHECK(by_env.reason == "SYMM_DEVICE=3");
+  CHECK(by_env.warning.empty()); // an explicit choice says nothing about who else is on that GPU
+
+  f.option_device = 2;
+  auto by_option = choose_device(f);
+  CHECK(by_option.device == 2);
+  CHECK(by_option.reason == "world_options::device = 2");
+
+  f.option_device = -1;
+  f.symm_device = ""; // set but empty: as unset
+  CHECK(choose_device(f).device == 1);
+
+  // The host backend has no GPU; the node's PE count is what the PEs found at the rendezvous.
+  REQUIRE_NOTHROW(on_pes(3, [](symm::world& world) {
+    PE_REQUIRE_EQ(world.device().number, -1);
+    PE_REQUIRE(world.device().pci_bus_id.empty());
+    PE_REQUIRE_EQ(world.local_n_pes(), 3);
+  }));
+}
+
+TEST_CASE("device choice: the launchers' local ranks pick the GPU", "[world][device]") {
+  scoped_env clean(
+      {{"SYMM_PE", nullptr},
+       {"SYMM_N_PES", nullptr},
+       {"OMPI_COMM_WORLD_RANK", nullptr},
+       {"OMPI_COMM_WORLD_SIZE", nullptr},
+       {"PMI_RANK", nullptr},
+       {"PMI_SIZE", nullptr},
+       {"SLURM_PROCID", nullptr},
+       {"SLURM_NTASKS", nullptr},
+       {"RANK", nullptr},
+       {"WORLD_SIZE", nullptr},
+       {"SYMM_JOB_ID", "device-choice-test"}});
+  // With 2 visible GPUs and MPS running: the launcher's local rank decides.
+  const auto check = [](std::initializer_list<std::pair<const char*, const char*>> vars, const char* launcher,
+                        int local_pe, int local_n_pes, int device) {
+    CAPTURE(launcher);
+    scoped_env env(vars);
+    const auto job = symm::detail::job_from_environment();
+    CHECK(job.source == launcher);
+    CHECK(job.local_pe == local_pe);
+    CHECK(job.local_n_pes == local_n_pes);
+    symm::detail::device_facts f;
+    f.pe = job.pe;
+    f.local_pe = job.local_pe;
+    f.local_n_pes = job.local_n_pes;
+    f.launcher = job.source;
+    f.device_count = 2;
+    f.mps = true;
+    const auto choice = symm::detail::choose_device(f);
+    CHECK(choice.device == device);
+    CHECK(choice.reason.find(fmt::format("({})", launcher)) != std::string::npos);
+  };
+  check({{"SYMM_PE", "5"},
+         {"SYMM_N_PES", "8"},
+         {"SYMM_LOCAL_PE", "3"},
+         {"SYMM_LOCAL_N_PES", "4"},
+         {"SYMM_JOB_DIR", "/tmp/nowhere"}},
+        "symmrun", 3, 4, 1);
+  check({{"OMPI_COMM_WORLD_RANK", "6"},
+         {"OMPI_COMM_WORLD_SIZE", "8"},
+         {"OMPI_COMM_WORLD_LOCAL_RANK", "2"},
+         {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}},
+        "Open MPI", 2, 4, 0);
+  check({{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}, {"MPI_LOCALRANKID", "1"}, {"MPI_LOCALNRANKS", "2"}}, "PMI", 1, 2, 1);
+  // Slurm gives no node size: the job size stands in until the world counts the PEs of each node (pes_on_node).
+  check({{"SLURM_PROCID", "9"}, {"SLURM_NTASKS", "16"}, {"SLURM_LOCALID", "5"}}, "Slurm", 5, 16, 1);
+  check({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "3"}, {"LOCAL_WORLD_SIZE", "4"}}, "torchrun", 3, 4, 1);
+}
+
+TEST_CASE("device choice: bad requests name the PE and the values", "[world][device][errors]") {
+  using symm::detail::choose_device;
+  using symm_test::contains_substring;
+  auto f = gpus(2, 0, 2);
+  f.symm_device = "one";
+  REQUIRE_THROWS_WITH(choose_device(f), contains_substring("PE 7: SYMM_DEVICE='one' is not a device number (0 to 1)"));
+  f.symm_device = "-1";
+  REQUIRE_THROWS_WITH(choose_device(f), contains_substring("SYMM_DEVICE='-1'"));
+  f.symm_device = "2";
+  f.visible = "3,5";
+  REQUIRE_THROWS_WITH(choose_device(f), contains_substring("PE 7: GPU 2 was asked for (SYMM_DEVICE=2), but only 2 "
+                                                           "GPUs are visible (CUDA_VISIBLE_DEVICES=3,5)"));
+  f.symm_device.reset();
+  f.option_device = 1;
+  f.device_count = 1;
+  f.visible.reset();
+  REQUIRE_THROWS_WITH(choose_device(f), contains_substring("GPU 1 was asked for (world_options::device = 1), but only "
+                                                           "1 GPU is visible"));
+  f.device_count = 0;
+  f.visible = "";
+  try {
+    (void) choose_device(f);
+    FAIL("no GPU: choose_device must throw");
+  } catch (const symm::error& e) {
+    CHECK(e.code() == symm::errc::unsupported);
+    CHECK_THAT(e.what(), contains_substring("the cuda backend needs a GPU, but CUDA reports none "
+                                            "(CUDA_VISIBLE_DEVICES=)") &&
+                             contains_substring("SYMM_BACKEND=host"));
+  }
+}
+
+TEST_CASE("device choice: PEs that share a GPU need MPS", "[world][device]") {
+  using symm::detail::choose_device;
+  using symm::detail::local_pes_on_device;
+  // 5 PEs over 2 GPUs: 3 on GPU 0, 2 on GPU 1; none on a GPU that is not there.
+  CHECK(local_pes_on_device(0, 5, 2) == 3);
+  CHECK(local_pes_on_device(1, 5, 2) == 2);
+  CHECK(local_pes_on_device(2, 5, 2) == 0);
+  CHECK(local_pes_on_device(0, 2, 8) == 1);
+
+  auto one_per_gpu = gpus(8, 3, 8); // as many PEs as GPUs: nothing to say
+  CHECK(choose_device(one_per_gpu).warning.empty());
+
+  auto shared = gpus(2, 4, 5); // PE of local rank 4 on GPU 0, with local ranks 0 and 2
+  auto warned = choose_device(shared);
+  CHECK(warned.device == 0);
+  CHECK_THAT(warned.warning, symm_test::contains_substring("PE 7: 3 PEs of this node share GPU 0 and no MPS daemon "
+                                                           "answers") &&
+                                 symm_test::contains_substring("nvidia-cuda-mps-control -d"));
+  shared.mps = true;
+  CHECK(choose_device(shared).warning.empty());
+
+  // A GPU in exclusive-process mode admits one process: sharing it without MPS fails before anything is mapped.
+  shared.mps = false;
+  shared.exclusive_process = {true, false};
+  try {
+    (void) choose_device(shared);
+    FAIL("an exclusive-process GPU shared without MPS must be refused");
+  } catch (const symm::error& e) {
+    CHECK(e.code() == symm::errc::unsupported);
+    CHECK_THAT(e.what(), symm_test::contains_substring("3 PEs of this node go to GPU 0") &&
+                             symm_test::contains_substring("exclusive-process compute mode"));
+  }
+  shared.mps = true; // the MPS server is the one process
+  CHECK_NOTHROW(choose_device(shared));
+  shared.mps = false;
+  shared.local_pe = 1; // GPU 1 is not exclusive
+  CHECK(choose_device(shared).device == 1);
+  auto alone = gpus(2, 1, 2);
+  alone.exclusive_process = {true, true};
+  CHECK_NOTHROW(choose_device(alone)); // one PE per GPU
 }

@@ -86,6 +86,12 @@ inline std::string describe_nodes(const job_layout& layout) {
   return out;
 }
 
+//! How many PEs share PE `pe`'s node.
+inline int pes_on_node(const job_layout& layout, int pe) {
+  const std::string& node = layout.nodes.at(static_cast<std::size_t>(pe));
+  return static_cast<int>(std::count(layout.nodes.begin(), layout.nodes.end(), node));
+}
+
 //! Collective at start-up: every PE contributes its node name, pid and SYMM_COORDINATION; every PE computes the same
 //! layout. Throws, on every PE alike, when the PEs asked for different coordination modes or for shared memory across
 //! nodes.

@@ -63,6 +63,13 @@ struct world_options {
   int device = -1; //!< GPU of this PE; -1: SYMM_DEVICE, else local PE modulo GPU count
 };
 
+//! The GPU a PE uses (world::device()).
+struct device_info {
+  int number = -1;        //!< among the GPUs this process sees (CUDA_VISIBLE_DEVICES renumbers them); -1: host backend
+  std::string pci_bus_id; //!< "0000:18:00.0": names the GPU across processes whatever CUDA_VISIBLE_DEVICES says
+  std::string reason;     //!< why this GPU: "SYMM_DEVICE=1", "local PE 3 of 4 (Open MPI) on GPU 3 % 2", ...
+};
+
 namespace detail {
 
 inline constexpr std::size_t default_heap_size = std::size_t{256} << 20;
@@ -153,6 +160,9 @@ public:
     barrier_bound_ = wait_bound_from_env("SYMM_BARRIER_TIMEOUT_MS", std::chrono::milliseconds(0));
     boot_ = std::make_unique<bootstrap>(job_, timeout);
     job_layout layout = detect_layout(*boot_);
+    // The node's PE count as every PE found it: a launcher that gives no local size (Slurm) left the job size there,
+    // which would put too many PEs on each GPU in the device choice's sharing check.
+    job_.local_n_pes = pes_on_node(layout, job_.pe);
     if (kind_ != symm::backend::nvshmem && (layout.n_nodes > 1 || boot_->over_tcp())) {
       // Every PE sees the same layout, so all refuse alike: nobody is left waiting.
       SYMM_THROW(errc::unsupported,
@@ -182,9 +192,8 @@ public:
       device_peer_bases_ = peer_bases_.data();
     } else {
 #if SYMM_CUDA_BACKEND()
-      int device = options.device >= 0 ? options.device : env_int("SYMM_DEVICE").value_or(-1);
-      cuda_ = std::make_unique<cuda_heap>(
-          *boot_, job_, heap_bytes_, device, kind_ == symm::backend::nvshmem ? heap_source::nvshmem : heap_source::vmm);
+      cuda_ = std::make_unique<cuda_heap>(*boot_, job_, heap_bytes_, options.device,
+                                          kind_ == symm::backend::nvshmem ? heap_source::nvshmem : heap_source::vmm);
       heap_bytes_ = cuda_->heap_bytes();
       peer_bases_.assign(cuda_->bases(), cuda_->bases() + job_.n_pes);
       device_peer_bases_ = cuda_->device_table();
@@ -353,6 +362,12 @@ public:
     return cuda_.get();
   }
 #endif
+  [[nodiscard]] device_info device() const {
+#if SYMM_CUDA_BACKEND()
+    if (cuda_) return {cuda_->device(), cuda_->pci_bus_id(), cuda_->device_reason()};
+#endif
+    return {};
+  }
 
   void require_alive(std::string_view what) const {
     if (!alive_) SYMM_THROW(errc::finalized, "PE {}: {} after its world was finalized", job_.pe, what);

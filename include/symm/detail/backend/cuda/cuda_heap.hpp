@@ -10,12 +10,16 @@
 #include <symm/detail/backend/nvshmem/nvshmem_heap.hpp>
 #include <symm/detail/bootstrap/bootstrap.hpp>
 #include <symm/detail/completion.hpp>
+#include <symm/detail/device_choice.hpp>
+#include <symm/detail/env.hpp>
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 SYMM_BEGIN_NAMESPACE
@@ -59,7 +63,7 @@ enum class heap_source { vmm, nvshmem };
 
 class cuda_heap {
 public:
-  //! Collective. `device` < 0 picks local PE modulo the number of visible GPUs (several PEs may share one GPU).
+  //! Collective. `device`: world_options::device (< 0: not set); detail::choose_device applies the policy.
   cuda_heap(bootstrap& boot, const job_info& job, std::size_t heap_bytes, int device,
             heap_source source = heap_source::vmm) {
     const char* backend_name = source == heap_source::nvshmem ? "nvshmem" : "cuda";
@@ -69,21 +73,33 @@ public:
                  "(SYMM_ENABLE_NVSHMEM=0); build it with symm_nvshmem_dep (docs/backends.md) or use SYMM_BACKEND=cuda",
                  job.pe);
     }
-    int count = cuda_device_count();
-    if (count == 0) {
-      SYMM_THROW(errc::unsupported,
-                 "PE {}: the {} backend needs a GPU, but CUDA reports none (driver missing, "
-                 "CUDA_VISIBLE_DEVICES empty?); use SYMM_BACKEND=host for the CPU backend",
-                 job.pe, backend_name);
+    device_facts facts;
+    facts.pe = job.pe;
+    facts.local_pe = job.local_pe;
+    facts.local_n_pes = job.local_n_pes;
+    facts.launcher = job.source;
+    facts.backend = backend_name;
+    facts.option_device = device;
+    facts.symm_device = get_env("SYMM_DEVICE");
+    facts.visible = get_env("CUDA_VISIBLE_DEVICES");
+    facts.device_count = cuda_device_count();
+    facts.mps = mps_control_pipe_exists();
+    for (int d = 0; d < facts.device_count; ++d) {
+      int mode = cudaComputeModeDefault;
+      SYMM_TRY_CUDA(cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, d));
+      facts.exclusive_process.push_back(mode == cudaComputeModeExclusiveProcess);
     }
-    device_ = device >= 0 ? device : std::max(job.local_pe, 0) % count;
-    if (device_ >= count) {
-      SYMM_THROW(errc::invalid_argument,
-                 "PE {}: device {} was asked for (SYMM_DEVICE or world_options::device), but "
-                 "only {} GPUs are visible",
-                 job.pe, device_, count);
+    const device_choice choice = choose_device(facts);
+    device_ = choice.device;
+    device_reason_ = choice.reason;
+    // Said once per GPU: by the first PE of the node that the local-rank rule puts on it.
+    if (!choice.warning.empty() && job.local_pe == device_) {
+      std::fprintf(stderr, "symm: warning: %s\n", choice.warning.c_str());
     }
     SYMM_TRY_CUDA(cudaSetDevice(device_));
+    char bus_id[32] = {};
+    SYMM_TRY_CUDA(cudaDeviceGetPCIBusId(bus_id, static_cast<int>(sizeof(bus_id)), device_));
+    pci_bus_id_ = bus_id;
     warn_if_lazy_module_loading(job.pe);
     // Loading symm's host-side kernels and pinning their words can wait for running kernels: do it now, before any
     // kernel of this job runs (see module_loading.hpp).
@@ -135,6 +151,14 @@ public:
   }
   [[nodiscard]] int device() const noexcept {
     return device_;
+  }
+  //! The GPU's PCI bus id ("0000:18:00.0"), which names it across processes whatever CUDA_VISIBLE_DEVICES says.
+  [[nodiscard]] const std::string& pci_bus_id() const noexcept {
+    return pci_bus_id_;
+  }
+  //! Why this GPU (detail::choose_device): "SYMM_DEVICE=1", "local PE 3 of 4 (Open MPI) on GPU 3 % 2", ...
+  [[nodiscard]] const std::string& device_reason() const noexcept {
+    return device_reason_;
   }
   //! The stream host-side operations without a stream argument use (non-blocking with respect to stream 0).
   [[nodiscard]] cudaStream_t stream() const noexcept {
@@ -204,6 +228,8 @@ private:
   }
 
   int device_ = 0;
+  std::string pci_bus_id_;
+  std::string device_reason_;
   cudaStream_t stream_ = nullptr;
   std::optional<local_segment> segment_;
   std::vector<std::optional<peer_mapping>> peers_;
