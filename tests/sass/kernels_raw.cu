@@ -61,18 +61,20 @@ single_g(void* const* peers, std::size_t offset_bytes, int pe, int n_pes, float*
 // block, then the tail bytes; for other alignments (out of line) the widest vector both pointers allow after a byte
 // head. It has detail::group_copy's structure on purpose: the question is whether symm adds anything around it.
 namespace {
-template <class V>
+template <bool FourInFlight = true, class V>
 __device__ __forceinline__ void
 vectors(unsigned rank, unsigned count, V* __restrict__ dst, const V* __restrict__ src, std::size_t n) {
   std::size_t i = rank;
   const std::size_t stride = count;
+  if constexpr (FourInFlight) {
 #pragma unroll 1
-  for (; i + 3 * stride < n; i += 4 * stride) {
-    V a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
-    dst[i] = a;
-    dst[i + stride] = b;
-    dst[i + 2 * stride] = c;
-    dst[i + 3 * stride] = d;
+    for (; i + 3 * stride < n; i += 4 * stride) {
+      V a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
+      dst[i] = a;
+      dst[i + stride] = b;
+      dst[i + 2 * stride] = c;
+      dst[i + 3 * stride] = d;
+    }
   }
 #pragma unroll 1
   for (; i < n; i += stride)
@@ -91,7 +93,7 @@ aligned(unsigned rank, unsigned count, unsigned char* dst, const unsigned char* 
   head = head < n ? head : n;
   bytes_(rank, count, dst, src, head);
   std::size_t v = (n - head) / W;
-  vectors(rank, count, reinterpret_cast<V*>(dst + head), reinterpret_cast<const V*>(src + head), v);
+  vectors<false>(rank, count, reinterpret_cast<V*>(dst + head), reinterpret_cast<const V*>(src + head), v);
   std::size_t done = head + v * W;
   bytes_(rank, count, dst + done, src + done, n - done);
 }

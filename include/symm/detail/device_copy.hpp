@@ -14,7 +14,11 @@
 SYMM_BEGIN_NAMESPACE
 namespace detail {
 
-template <class Vector>
+//! `n` vectors, coalesced across the group. FourInFlight: four loads per thread before their stores (the bulk path);
+//! false: one at a time, for the out-of-line path of unusual alignments, whose registers count against every kernel
+//! that could call it (four in flight there took block-copy kernels from 32 to 46-48 registers, halving the threads a
+//! 1024-thread block copy keeps resident per SM).
+template <bool FourInFlight = true, class Vector>
 SYMM_DEVICE SYMM_FORCEINLINE void
 copy_vectors(unsigned rank, unsigned count, Vector* __restrict__ dst, const Vector* __restrict__ src, std::size_t n) {
   std::size_t i = rank;
@@ -22,13 +26,15 @@ copy_vectors(unsigned rank, unsigned count, Vector* __restrict__ dst, const Vect
   // Not unrolled further (nor the loops below): the body already keeps four loads in flight, and with a stride the
   // compiler knows (a warp's 32) it unrolled each loop four more times behind a trip-count prologue, ~40 instructions
   // before the first store of a copy that gives each thread one vector (a 32-512 B warp put).
+  if constexpr (FourInFlight) {
 #  pragma unroll 1
-  for (; i + 3 * stride < n; i += 4 * stride) {
-    Vector a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
-    dst[i] = a;
-    dst[i + stride] = b;
-    dst[i + 2 * stride] = c;
-    dst[i + 3 * stride] = d;
+    for (; i + 3 * stride < n; i += 4 * stride) {
+      Vector a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
+      dst[i] = a;
+      dst[i + stride] = b;
+      dst[i + 2 * stride] = c;
+      dst[i + 3 * stride] = d;
+    }
   }
 #  pragma unroll 1
   for (; i < n; i += stride)
@@ -42,7 +48,8 @@ copy_bytes(unsigned rank, unsigned count, unsigned char* dst, const unsigned cha
     dst[i] = src[i];
 }
 
-//! Copies `bytes` from src to dst with the group's threads (`rank` of `count`). Buffers must not overlap.
+//! Copies `bytes` from src to dst with the group's threads (`rank` of `count`), one vector in flight per thread (the
+//! unaligned path's, see copy_vectors). Buffers must not overlap.
 template <std::size_t Width, class Vector>
 SYMM_DEVICE SYMM_FORCEINLINE void
 copy_aligned(unsigned rank, unsigned count, unsigned char* dst, const unsigned char* src, std::size_t bytes) {
@@ -50,8 +57,8 @@ copy_aligned(unsigned rank, unsigned count, unsigned char* dst, const unsigned c
   head = head < bytes ? head : bytes;
   copy_bytes(rank, count, dst, src, head);
   std::size_t vectors = (bytes - head) / Width;
-  copy_vectors(rank, count, reinterpret_cast<Vector*>(dst + head), reinterpret_cast<const Vector*>(src + head),
-               vectors);
+  copy_vectors<false>(rank, count, reinterpret_cast<Vector*>(dst + head), reinterpret_cast<const Vector*>(src + head),
+                      vectors);
   std::size_t done = head + vectors * Width;
   copy_bytes(rank, count, dst + done, src + done, bytes - done);
 }
