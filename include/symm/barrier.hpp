@@ -111,12 +111,19 @@ SYMM_DEVICE SYMM_FORCEINLINE void barrier_round(const Group& group, const world_
   if (flags.first_remote != nullptr) {
     release_fence_system();
     store_arrival(flags.first_remote, epoch);
+    // This thread's peers are first_peer, first_peer + count, ... (mod n), stepped without a division: a `% n` before
+    // the first poll put an integer division (~25 instructions, two of them long-latency conversions) between the
+    // arrival store and the wait. A loop that continues has count < n - 1, so one subtraction wraps.
+    const auto next = [&](int p) { return p + count >= n ? p + count - n : p + count; };
+    int peer = flags.first_peer;
     for (int k = rank + count; k < n - 1; k += count) {
-      store_arrival(&w.barrier_flags((me + 1 + k) % n, channel)[me], epoch);
+      peer = next(peer);
+      store_arrival(&w.barrier_flags(peer, channel)[me], epoch);
     }
+    peer = flags.first_peer;
     for (int k = rank; k < n - 1; k += count) {
-      const int p = (me + 1 + k) % n;
-      detail::device_wait_for_count(flag(flags.mine[p]), epoch, "symm::sync_all", me, p);
+      detail::device_wait_for_count(flag(flags.mine[peer]), epoch, "symm::sync_all", me, peer);
+      peer = next(peer);
     }
   }
   group.sync();

@@ -211,24 +211,31 @@ TEST_CASE("device barriers order puts, on several channels from concurrent strea
     REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(n, [](symm::world& world) {
       symm::array<std::uint64_t> a(world, static_cast<std::size_t>(world.n_pes()));
       symm::array<std::uint64_t> b(world, static_cast<std::size_t>(world.n_pes()));
+      symm::array<std::uint64_t> c(world, static_cast<std::size_t>(world.n_pes()));
       unsigned* errors = nullptr;
-      GPU_CHECK(cudaMalloc(&errors, 2 * sizeof(unsigned)));
-      symm_gpu_test::fill_now(errors, 0, 2 * sizeof(unsigned));
-      cudaStream_t s1, s2;
+      GPU_CHECK(cudaMalloc(&errors, 3 * sizeof(unsigned)));
+      symm_gpu_test::fill_now(errors, 0, 3 * sizeof(unsigned));
+      cudaStream_t s1, s2, s3;
       GPU_CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
       GPU_CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+      GPU_CHECK(cudaStreamCreateWithFlags(&s3, cudaStreamNonBlocking));
       world.barrier(); // every PE's CUDA set-up is done before any waiting kernel runs (gpu_support.cuh)
-      // Two barrier sequences at once, on channels 1 and 2: they must not cross.
+      // Three barrier sequences at once, on channels 1, 2 and 3: they must not cross. The block of 3 threads has
+      // fewer threads than peers at 8 PEs: each thread signals and awaits several PEs, stepping around the ring.
       barrier_rounds<<<1, 128, 0, s1>>>(a, world, 200, 1, errors);
       barrier_rounds<<<1, 32, 0, s2>>>(b, world, 200, 2, errors + 1);
+      barrier_rounds<<<1, 3, 0, s3>>>(c, world, 200, 3, errors + 2);
       GPU_CHECK(cudaGetLastError());
       GPU_CHECK(cudaStreamSynchronize(s1));
       GPU_CHECK(cudaStreamSynchronize(s2));
-      auto counted = symm_gpu_test::host_copy_of(errors, 2);
+      GPU_CHECK(cudaStreamSynchronize(s3));
+      auto counted = symm_gpu_test::host_copy_of(errors, 3);
       PE_REQUIRE_EQ(counted[0], 0u);
       PE_REQUIRE_EQ(counted[1], 0u);
+      PE_REQUIRE_EQ(counted[2], 0u);
       GPU_CHECK(cudaStreamDestroy(s1));
       GPU_CHECK(cudaStreamDestroy(s2));
+      GPU_CHECK(cudaStreamDestroy(s3));
       GPU_CHECK(cudaFree(errors));
       world.barrier();
     }));
