@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 
 #ifndef RAW_PE_CHECK
 #  define RAW_PE_CHECK 1
@@ -167,4 +168,82 @@ extern "C" __global__ void warp_put_loop(void* const* peers, std::size_t offset_
     block_copy(warp.thread_rank(), warp.num_threads(), dst, local, n * sizeof(float));
     asm volatile("" ::: "memory");
   }
+}
+
+// The device barrier of a careful hand-written program (as detail::barrier_round): the channel's flags of PE pe are
+// n arrival words and an epoch at system_offset + channel * (n + 1) words in pe's heap; thread `rank` signals and
+// awaits PEs me + 1 + rank, me + 1 + rank + count, ... (mod n), with a release fence before its stores and acquire
+// polls bounded by a timer, whose expiry prints (out of line) and traps.
+namespace {
+constexpr unsigned long long raw_wait_timeout_ns = 20000000000ull;
+__device__ __noinline__ void
+raw_report_deadlock(const char* what, int me, int peer, unsigned long long seen, unsigned long long want) {
+  printf("PE %d waited %llu ms in %s for PE %d (block %d, thread %d; count %llu, waiting for %llu)\n", me,
+         raw_wait_timeout_ns / 1000000, what, peer, static_cast<int>(blockIdx.x), static_cast<int>(threadIdx.x), seen,
+         want);
+  __trap();
+}
+__device__ __forceinline__ unsigned long long raw_timer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ void raw_store_relaxed_sys(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.relaxed.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ unsigned long long raw_load_acquire_sys(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void raw_fence_release_sys() {
+  asm volatile("fence.release.sys;" ::: "memory");
+}
+} // namespace
+
+extern "C" __global__ void
+barrier_block_loop(void* const* peers, std::size_t system_offset, int me, int n, int channel, long long iters) {
+  auto block = cg::this_thread_block();
+  const auto flags = [&](int pe) {
+    return reinterpret_cast<unsigned long long*>(static_cast<unsigned char*>(peers[pe]) + system_offset) +
+           static_cast<std::size_t>(channel) * (static_cast<std::size_t>(n) + 1);
+  };
+  const int rank = static_cast<int>(block.thread_rank()), count = static_cast<int>(block.num_threads());
+  block.sync();
+  unsigned long long* mine = flags(me);
+  unsigned long long* first_remote = nullptr;
+  int first_peer = -1;
+  if (rank < n - 1) {
+    first_peer = (me + 1 + rank) % n;
+    first_remote = flags(first_peer) + me;
+  }
+  unsigned long long epoch = mine[n];
+  const auto next = [&](int p) { return p + count >= n ? p + count - n : p + count; };
+  for (long long i = 0; i < iters; ++i) {
+    block.sync();
+    ++epoch;
+    if (first_remote != nullptr) {
+      raw_fence_release_sys();
+      raw_store_relaxed_sys(first_remote, epoch);
+      int peer = first_peer;
+      for (int k = rank + count; k < n - 1; k += count) {
+        peer = next(peer);
+        raw_store_relaxed_sys(flags(peer) + me, epoch);
+      }
+      peer = first_peer;
+      for (int k = rank; k < n - 1; k += count) {
+        unsigned long long start = 0, seen;
+        for (unsigned polls = 1; (seen = raw_load_acquire_sys(&mine[peer])) < epoch; ++polls) {
+          if ((polls & 1023u) != 0) continue;
+          const unsigned long long now = raw_timer_ns();
+          if (start == 0) start = now;
+          else if (now - start > raw_wait_timeout_ns) raw_report_deadlock("barrier", me, peer, seen, epoch);
+        }
+        peer = next(peer);
+      }
+    }
+    block.sync();
+  }
+  block.sync();
+  if (rank == 0) mine[n] = epoch;
 }

@@ -9,6 +9,7 @@
 // about 5 instructions per kernel (compare, branch, BPT.TRAP), one more kernel-parameter load, no memory instruction;
 // but behind the branch nvcc stops proving that the peer pointer is global, so the remote access becomes generic
 // (ST/LD instead of STG/LDG) in p_loop, g_loop, single_* and scalar_p, in the raw kernels exactly as in symm's.
+#include <symm/barrier.hpp>
 #include <symm/ordering.hpp>
 #include <symm/remote.hpp>
 #include <symm/rma.hpp>
@@ -84,4 +85,14 @@ extern "C" __global__ void warp_put_loop(symm::device_array<float> u, int pe, st
     symm::put(warp, symm::remote(u, pe).subspan(0, n), u.local().subspan(0, n));
     asm volatile("" ::: "memory");
   }
+}
+
+// (9) a block's device barriers in a loop (barrier_session::barrier): per round one system-scope release fence
+// (MEMBAR.ALL.SYS, no L1 invalidate), one relaxed arrival store per peer and acquire polls; the flags of the first
+// peer looked up once per session. The wait's deadlock reporter (printf, out of line, cold) gives both kernels the
+// same stack frame, which compare_sass.py allows here alone.
+extern "C" __global__ void barrier_block_loop(symm::world_ref w, int channel, long long iters) {
+  symm::barrier_session bar(cg::this_thread_block(), w, channel);
+  for (long long i = 0; i < iters; ++i)
+    bar.barrier();
 }
