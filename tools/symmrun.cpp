@@ -10,6 +10,7 @@
 // handler ever interrupts a system call. All PEs share one process group (led by PE 0) so that a
 // single killpg() also reaches the processes they start.
 
+#include <symm/detail/device_choice.hpp>
 #include <symm/detail/process_state.hpp>
 #include <symm/version.hpp>
 
@@ -60,7 +61,6 @@ constexpr int max_pes = 4096;
 constexpr auto kill_grace = 1s;
 // --tag-output holds at most this much of one unfinished line per stream before passing it on.
 constexpr std::size_t max_line_bytes = 64 * 1024;
-constexpr std::string_view default_mps_pipe_directory = "/tmp/nvidia-mps";
 
 constexpr int exit_failure = 1;          // symmrun itself could not do its job
 constexpr int exit_usage = 2;            // bad command line
@@ -713,15 +713,6 @@ std::optional<int> count_gpus() {
   return gpus > 0 ? std::optional<int>(gpus) : std::nullopt;
 }
 
-// An MPS daemon is reachable if its control socket is where the PEs' CUDA runtime will look.
-bool mps_daemon_reachable() {
-  const char* dir = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
-  const std::string control =
-      fmt::format("{}/control", dir != nullptr && dir[0] != '\0' ? std::string_view(dir) : default_mps_pipe_directory);
-  struct stat info {};
-  return ::stat(control.c_str(), &info) == 0 && S_ISSOCK(info.st_mode);
-}
-
 // Several PEs on one GPU without MPS is correct but ~6000x slower per synchronisation; say so once.
 void warn_if_pes_time_slice(const options& opts) {
   if (opts.npes < 2 || opts.mps) {
@@ -735,7 +726,7 @@ void warn_if_pes_time_slice(const options& opts) {
   if (!opts.gpus.empty()) {
     usable = std::min(usable, static_cast<int>(std::set<int>(opts.gpus.begin(), opts.gpus.end()).size()));
   }
-  if (opts.npes <= usable || mps_daemon_reachable()) {
+  if (opts.npes <= usable || symm::detail::mps_daemon_reachable()) {
     return;
   }
   say("warning: {} PEs share {} GPU{} and no CUDA MPS daemon is running: kernels of PEs sharing a GPU "

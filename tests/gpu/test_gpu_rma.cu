@@ -220,11 +220,11 @@ TEST_CASE("device barriers order puts, on several channels from concurrent strea
       GPU_CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
       GPU_CHECK(cudaStreamCreateWithFlags(&s3, cudaStreamNonBlocking));
       world.barrier(); // every PE's CUDA set-up is done before any waiting kernel runs (gpu_support.cuh)
-      // Three barrier sequences at once, on channels 1, 2 and 3: they must not cross. The block of 3 threads has
-      // fewer threads than peers at 8 PEs: each thread signals and awaits several PEs, stepping around the ring.
+      // Three barrier sequences at once, on channels 1, 2 and 3: they must not cross. The block of one thread
+      // signals and awaits every other PE itself, stepping around the ring from its first peer (at 4 and 8 PEs).
       barrier_rounds<<<1, 128, 0, s1>>>(a, world, 200, 1, errors);
       barrier_rounds<<<1, 32, 0, s2>>>(b, world, 200, 2, errors + 1);
-      barrier_rounds<<<1, 3, 0, s3>>>(c, world, 200, 3, errors + 2);
+      barrier_rounds<<<1, 1, 0, s3>>>(c, world, 200, 3, errors + 2);
       GPU_CHECK(cudaGetLastError());
       GPU_CHECK(cudaStreamSynchronize(s1));
       GPU_CHECK(cudaStreamSynchronize(s2));

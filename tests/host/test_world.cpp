@@ -1,10 +1,13 @@
 // World life cycle, launchers' variables, barriers.
 #include <symm/detail/device_choice.hpp>
+#include <symm/detail/job_layout.hpp>
 #include <symm/symm.hpp>
 
+#include <cstdint>
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "../pe_check.hpp"
 #include "catch.hpp"
@@ -213,8 +216,8 @@ TEST_CASE("the meeting place comes from the launcher's job identity, never a fal
                           symm_test::contains_substring("SYMM_JOB_ID=$(uuidgen)"));
 }
 
-// ---- Which GPU a PE uses: detail::choose_device over tables of facts, no GPU needed
-// ----------------------------------
+// ---- Which GPU a PE uses, and who shares it: detail::choose_device and judge_gpu_sharing over tables, no GPU needed
+// --
 
 namespace {
 symm::detail::device_facts gpus(int count, int local_pe, int local_n_pes) {
@@ -236,13 +239,11 @@ TEST_CASE("device choice: the options, then SYMM_DEVICE, then the local PE modul
   auto by_rank = choose_device(f);
   CHECK(by_rank.device == 1);
   CHECK(by_rank.reason == "local PE 5 of 8 (Open MPI) on GPU 5 % 4");
-  CHECK(by_rank.warning.find("2 PEs of this node share GPU 1") != std::string::npos);
 
   f.symm_device = "3";
   auto by_env = choose_device(f);
   CHECK(by_env.device == 3);
   CHECK(by_env.reason == "SYMM_DEVICE=3");
-  CHECK(by_env.warning.empty()); // an explicit choice says nothing about who else is on that GPU
 
   f.option_device = 2;
   auto by_option = choose_device(f);
@@ -253,11 +254,10 @@ TEST_CASE("device choice: the options, then SYMM_DEVICE, then the local PE modul
   f.symm_device = ""; // set but empty: as unset
   CHECK(choose_device(f).device == 1);
 
-  // The host backend has no GPU; the node's PE count is what the PEs found at the rendezvous.
-  REQUIRE_NOTHROW(on_pes(3, [](symm::world& world) {
+  // The host backend has no GPU.
+  REQUIRE_NOTHROW(on_pes(2, [](symm::world& world) {
     PE_REQUIRE_EQ(world.device().number, -1);
     PE_REQUIRE(world.device().pci_bus_id.empty());
-    PE_REQUIRE_EQ(world.local_n_pes(), 3);
   }));
 }
 
@@ -274,22 +274,19 @@ TEST_CASE("device choice: the launchers' local ranks pick the GPU", "[world][dev
        {"RANK", nullptr},
        {"WORLD_SIZE", nullptr},
        {"SYMM_JOB_ID", "device-choice-test"}});
-  // With 2 visible GPUs and MPS running: the launcher's local rank decides.
+  // With 2 visible GPUs: the launcher's local rank decides. `given`: whether the launcher said it (else the world
+  // numbers the PEs of each node itself, index_on_node).
   const auto check = [](std::initializer_list<std::pair<const char*, const char*>> vars, const char* launcher,
-                        int local_pe, int local_n_pes, int device) {
+                        int local_pe, bool given, int local_n_pes, int device) {
     CAPTURE(launcher);
     scoped_env env(vars);
     const auto job = symm::detail::job_from_environment();
     CHECK(job.source == launcher);
     CHECK(job.local_pe == local_pe);
+    CHECK(job.local_pe_given == given);
     CHECK(job.local_n_pes == local_n_pes);
-    symm::detail::device_facts f;
-    f.pe = job.pe;
-    f.local_pe = job.local_pe;
-    f.local_n_pes = job.local_n_pes;
-    f.launcher = job.source;
+    auto f = symm::detail::device_facts_of(job);
     f.device_count = 2;
-    f.mps = true;
     const auto choice = symm::detail::choose_device(f);
     CHECK(choice.device == device);
     CHECK(choice.reason.find(fmt::format("({})", launcher)) != std::string::npos);
@@ -299,16 +296,33 @@ TEST_CASE("device choice: the launchers' local ranks pick the GPU", "[world][dev
          {"SYMM_LOCAL_PE", "3"},
          {"SYMM_LOCAL_N_PES", "4"},
          {"SYMM_JOB_DIR", "/tmp/nowhere"}},
-        "symmrun", 3, 4, 1);
+        "symmrun", 3, true, 4, 1);
   check({{"OMPI_COMM_WORLD_RANK", "6"},
          {"OMPI_COMM_WORLD_SIZE", "8"},
          {"OMPI_COMM_WORLD_LOCAL_RANK", "2"},
          {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}},
-        "Open MPI", 2, 4, 0);
-  check({{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}, {"MPI_LOCALRANKID", "1"}, {"MPI_LOCALNRANKS", "2"}}, "PMI", 1, 2, 1);
+        "Open MPI", 2, true, 4, 0);
+  check({{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}, {"MPI_LOCALRANKID", "1"}, {"MPI_LOCALNRANKS", "2"}}, "PMI", 1, true, 2,
+        1);
   // Slurm gives no node size: the job size stands in until the world counts the PEs of each node (pes_on_node).
-  check({{"SLURM_PROCID", "9"}, {"SLURM_NTASKS", "16"}, {"SLURM_LOCALID", "5"}}, "Slurm", 5, 16, 1);
-  check({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "3"}, {"LOCAL_WORLD_SIZE", "4"}}, "torchrun", 3, 4, 1);
+  check({{"SLURM_PROCID", "9"}, {"SLURM_NTASKS", "16"}, {"SLURM_LOCALID", "5"}}, "Slurm", 5, true, 16, 1);
+  check({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "3"}, {"LOCAL_WORLD_SIZE", "4"}}, "torchrun", 3, true, 4,
+        1);
+  // PMI without MPI_LOCALRANKID: the global rank stands in, marked as not given.
+  check({{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}, {"MPI_LOCALRANKID", nullptr}, {"MPI_LOCALNRANKS", nullptr}}, "PMI", 1,
+        false, 2, 1);
+}
+
+TEST_CASE("device choice: the world counts and numbers the PEs of each node", "[world][device]") {
+  symm::detail::job_layout layout;
+  layout.nodes = {"a", "b", "a", "a", "b"};
+  CHECK(symm::detail::pes_on_node(layout, 0) == 3);
+  CHECK(symm::detail::pes_on_node(layout, 4) == 2);
+  CHECK(symm::detail::index_on_node(layout, 0) == 0);
+  CHECK(symm::detail::index_on_node(layout, 2) == 1);
+  CHECK(symm::detail::index_on_node(layout, 3) == 2);
+  CHECK(symm::detail::index_on_node(layout, 1) == 0);
+  CHECK(symm::detail::index_on_node(layout, 4) == 1);
 }
 
 TEST_CASE("device choice: bad requests name the PE and the values", "[world][device][errors]") {
@@ -342,44 +356,50 @@ TEST_CASE("device choice: bad requests name the PE and the values", "[world][dev
   }
 }
 
-TEST_CASE("device choice: PEs that share a GPU need MPS", "[world][device]") {
-  using symm::detail::choose_device;
-  using symm::detail::local_pes_on_device;
-  // 5 PEs over 2 GPUs: 3 on GPU 0, 2 on GPU 1; none on a GPU that is not there.
-  CHECK(local_pes_on_device(0, 5, 2) == 3);
-  CHECK(local_pes_on_device(1, 5, 2) == 2);
-  CHECK(local_pes_on_device(2, 5, 2) == 0);
-  CHECK(local_pes_on_device(0, 2, 8) == 1);
+TEST_CASE("device choice: processes that share a GPU need MPS, threads of one process do not", "[world][device]") {
+  using symm::detail::gpu_user;
+  using symm::detail::judge_gpu_sharing;
+  using symm_test::contains_substring;
+  // {pe, node, bus id, pid, exclusive, mps}
+  const auto user = [](int pe, const char* node, const char* bus, std::uint32_t pid, bool exclusive = false,
+                       bool mps = false) { return gpu_user{pe, node, bus, pid, exclusive, mps}; };
 
-  auto one_per_gpu = gpus(8, 3, 8); // as many PEs as GPUs: nothing to say
-  CHECK(choose_device(one_per_gpu).warning.empty());
-
-  auto shared = gpus(2, 4, 5); // PE of local rank 4 on GPU 0, with local ranks 0 and 2
-  auto warned = choose_device(shared);
-  CHECK(warned.device == 0);
-  CHECK_THAT(warned.warning, symm_test::contains_substring("PE 7: 3 PEs of this node share GPU 0 and no MPS daemon "
-                                                           "answers") &&
-                                 symm_test::contains_substring("nvidia-cuda-mps-control -d"));
-  shared.mps = true;
-  CHECK(choose_device(shared).warning.empty());
-
-  // A GPU in exclusive-process mode admits one process: sharing it without MPS fails before anything is mapped.
-  shared.mps = false;
-  shared.exclusive_process = {true, false};
-  try {
-    (void) choose_device(shared);
-    FAIL("an exclusive-process GPU shared without MPS must be refused");
-  } catch (const symm::error& e) {
-    CHECK(e.code() == symm::errc::unsupported);
-    CHECK_THAT(e.what(), symm_test::contains_substring("3 PEs of this node go to GPU 0") &&
-                             symm_test::contains_substring("exclusive-process compute mode"));
+  // Threads of one process (symm::launch) on one GPU share its context: nothing to say, even in exclusive mode.
+  const std::vector<gpu_user> threads{user(0, "a", "0000:18:00.0", 100, true), user(1, "a", "0000:18:00.0", 100, true)};
+  for (int me : {0, 1}) {
+    auto v = judge_gpu_sharing(threads, me);
+    CHECK(v.warning.empty());
+    CHECK(v.error.empty());
   }
-  shared.mps = true; // the MPS server is the one process
-  CHECK_NOTHROW(choose_device(shared));
-  shared.mps = false;
-  shared.local_pe = 1; // GPU 1 is not exclusive
-  CHECK(choose_device(shared).device == 1);
-  auto alone = gpus(2, 1, 2);
-  alone.exclusive_process = {true, true};
-  CHECK_NOTHROW(choose_device(alone)); // one PE per GPU
+
+  // Every PE sees its own GPU as device 0 (CUDA_VISIBLE_DEVICES per PE): different bus ids, nothing shared.
+  const std::vector<gpu_user> own{user(0, "a", "0000:18:00.0", 100, true), user(1, "a", "0000:3b:00.0", 101, true),
+                                  user(2, "a", "0000:86:00.0", 102, true)};
+  CHECK(judge_gpu_sharing(own, 1).error.empty());
+  CHECK(judge_gpu_sharing(own, 1).warning.empty());
+
+  // Two processes on GPU 18 of node a (PEs 0 and 2), one on GPU 3b; the same bus id on node b is another GPU.
+  std::vector<gpu_user> shared{user(0, "a", "0000:18:00.0", 100), user(1, "a", "0000:3b:00.0", 101),
+                               user(2, "a", "0000:18:00.0", 102), user(3, "b", "0000:18:00.0", 200)};
+  auto first = judge_gpu_sharing(shared, 0);
+  CHECK(first.error.empty());
+  CHECK_THAT(first.warning, contains_substring("PEs 0, 2 (2 processes) share GPU 0000:18:00.0 of node a and no MPS "
+                                               "daemon answers") &&
+                                contains_substring("nvidia-cuda-mps-control -d"));
+  for (int me : {1, 2, 3}) { // said once per GPU, by its lowest PE
+    CAPTURE(me);
+    CHECK(judge_gpu_sharing(shared, me).warning.empty());
+  }
+  for (auto& u : shared)
+    u.mps = true;
+  CHECK(judge_gpu_sharing(shared, 0).warning.empty());
+
+  // Exclusive-process mode admits one process: every PE gets the same error, naming the PEs and the GPU.
+  for (auto& u : shared)
+    u.mps = false;
+  shared[2].exclusive = true;
+  const auto on0 = judge_gpu_sharing(shared, 0), on3 = judge_gpu_sharing(shared, 3);
+  CHECK_THAT(on0.error, contains_substring("PEs 0, 2 (2 processes) use GPU 0000:18:00.0 of node a, which is in "
+                                           "exclusive-process compute mode"));
+  CHECK(on3.error == on0.error);
 }

@@ -176,12 +176,13 @@ extern "C" __global__ void warp_put_loop(void* const* peers, std::size_t offset_
 // polls bounded by a timer, whose expiry prints (out of line) and traps.
 namespace {
 constexpr unsigned long long raw_wait_timeout_ns = 20000000000ull;
-__device__ __noinline__ void
+[[noreturn]] __device__ __noinline__ void
 raw_report_deadlock(const char* what, int me, int peer, unsigned long long seen, unsigned long long want) {
   printf("PE %d waited %llu ms in %s for PE %d (block %d, thread %d; count %llu, waiting for %llu)\n", me,
          raw_wait_timeout_ns / 1000000, what, peer, static_cast<int>(blockIdx.x), static_cast<int>(threadIdx.x), seen,
          want);
   __trap();
+  __builtin_unreachable();
 }
 __device__ __forceinline__ unsigned long long raw_timer_ns() {
   unsigned long long t;

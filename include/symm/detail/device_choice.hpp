@@ -1,23 +1,29 @@
-// symm/detail/device_choice.hpp: which GPU a PE uses. One policy, decided here from the world's options, the
-// environment and what the driver reports, as a pure function of those facts, so that it is tested on machines
-// without a GPU (tests/host/test_world.cpp).
+// symm/detail/device_choice.hpp: which GPU a PE uses, and whether the processes on one GPU can share it. One policy,
+// decided here as pure functions of facts (the world's options, the environment, what the driver reports, what the
+// PEs tell each other at start-up), so that it is tested on machines without a GPU (tests/host/test_world.cpp).
 //
 // The policy (docs/launching.md, "Which GPU a PE uses"):
 //   1. world_options::device, when set (>= 0);
 //   2. else SYMM_DEVICE, a device number;
 //   3. else the PE's local rank from its launcher (symmrun, Open MPI's OMPI_COMM_WORLD_LOCAL_RANK, PMI's
-//      MPI_LOCALRANKID, Slurm's SLURM_LOCALID, torchrun's LOCAL_RANK) modulo the number of visible GPUs.
+//      MPI_LOCALRANKID, Slurm's SLURM_LOCALID, torchrun's LOCAL_RANK; without one, the PE's number among the PEs of
+//      its node) modulo the number of visible GPUs.
 // Device numbers count the GPUs this process sees: CUDA_VISIBLE_DEVICES, when set, has already chosen and renumbered
-// them. Several PEs on one GPU need MPS for their kernels to run at once: without it they time-slice, which a warning
-// says; a GPU in exclusive-process mode takes one process only, which is an error before the heap is mapped.
+// them. Once every PE has chosen, the PEs compare GPUs by node and PCI bus id: several processes on one GPU need MPS
+// for their kernels to run at once (threads of one process share a context and need nothing); without it they
+// time-slice, which a warning says, and a GPU in exclusive-process mode refuses the second process, which is an error
+// on every PE before the heap is mapped.
 #pragma once
 
 #include <symm/detail/config.hpp>
+#include <symm/detail/env.hpp>
 #include <symm/error.hpp>
 
-#include <unistd.h>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -27,7 +33,7 @@
 SYMM_BEGIN_NAMESPACE
 namespace detail {
 
-//! What the choice depends on; world_state and cuda_heap gather it, tests write it by hand.
+//! What the choice depends on; cuda_heap gathers it (device_facts_of and the driver), tests write it by hand.
 struct device_facts {
   int pe = 0;                                  //!< world PE, for messages
   int local_pe = 0;                            //!< the PE's rank among the PEs of its node
@@ -38,39 +44,32 @@ struct device_facts {
   std::optional<std::string> symm_device = {}; //!< SYMM_DEVICE
   std::optional<std::string> visible = {};     //!< CUDA_VISIBLE_DEVICES, for messages only
   int device_count = 0;                        //!< GPUs this process sees (cudaGetDeviceCount)
-  bool mps = false;                            //!< an MPS control daemon answers for this process
-  std::vector<bool> exclusive_process = {};    //!< per visible GPU: it admits one process only (compute mode)
 };
 
 //! The GPU of one PE and why.
 struct device_choice {
-  int device = 0;      //!< ordinal among the visible GPUs
-  std::string reason;  //!< "SYMM_DEVICE=1", "local PE 3 of 4 (Open MPI) on GPU 3 % 2", ...
-  std::string warning; //!< empty, or why this placement will be slow
+  int device = 0;     //!< ordinal among the visible GPUs
+  std::string reason; //!< "SYMM_DEVICE=1", "local PE 3 of 4 (Open MPI) on GPU 3 % 2", ...
 };
 
-//! How many of the node's PEs the policy puts on `device` when every one of them follows rule 3 (a PE that chose by
-//! SYMM_DEVICE or the options is not counted: its choice is not known here).
-[[nodiscard]] constexpr int local_pes_on_device(int device, int local_n_pes, int device_count) noexcept {
-  if (device_count <= 0 || device >= device_count || device < 0) return 0;
-  return local_n_pes / device_count + (device < local_n_pes % device_count ? 1 : 0);
-}
-
-//! Whether an MPS control daemon answers for this process: its pipe directory (CUDA_MPS_PIPE_DIRECTORY, else the
-//! default /tmp/nvidia-mps) holds the control pipe. A hint for the warning above, not a guarantee.
-inline bool mps_control_pipe_exists() {
-  const char* dir = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
-  const std::string control = fmt::format("{}/control", dir != nullptr && *dir != '\0' ? dir : "/tmp/nvidia-mps");
-  return ::access(control.c_str(), F_OK) == 0;
+//! The facts that come from the job (the PE and its local rank); the caller adds the options, the environment and
+//! the device count.
+inline device_facts device_facts_of(const job_info& job) {
+  device_facts f;
+  f.pe = job.pe;
+  f.local_pe = job.local_pe;
+  f.local_n_pes = job.local_n_pes;
+  f.launcher = job.source;
+  return f;
 }
 
 inline std::string visible_devices_note(const device_facts& f) {
   return f.visible ? fmt::format(" (CUDA_VISIBLE_DEVICES={})", *f.visible) : std::string{};
 }
 
-//! Applies the policy above. Throws errc::unsupported when no GPU is visible or an exclusive-process GPU would be
-//! shared, errc::environment for a SYMM_DEVICE that is no device number, errc::invalid_argument for a device number
-//! beyond the visible GPUs; every message names the PE and the values.
+//! Applies the policy above. Throws errc::unsupported when no GPU is visible, errc::environment for a SYMM_DEVICE that
+//! is no device number, errc::invalid_argument for a device number beyond the visible GPUs; every message names the
+//! PE and the values.
 inline device_choice choose_device(const device_facts& f) {
   if (f.device_count <= 0) {
     SYMM_THROW(errc::unsupported,
@@ -79,7 +78,6 @@ inline device_choice choose_device(const device_facts& f) {
                f.pe, f.backend, visible_devices_note(f));
   }
   device_choice choice;
-  bool by_rank = false;
   if (f.option_device >= 0) {
     choice.device = f.option_device;
     choice.reason = fmt::format("world_options::device = {}", f.option_device);
@@ -96,7 +94,6 @@ inline device_choice choose_device(const device_facts& f) {
   } else {
     const int local = f.local_pe < 0 ? 0 : f.local_pe;
     choice.device = local % f.device_count;
-    by_rank = true;
     choice.reason =
         fmt::format("local PE {} of {}{} on GPU {} % {}", local, f.local_n_pes,
                     f.launcher.empty() ? std::string{} : fmt::format(" ({})", f.launcher), local, f.device_count);
@@ -106,24 +103,78 @@ inline device_choice choose_device(const device_facts& f) {
                choice.device, choice.reason, f.device_count, f.device_count == 1 ? " is" : "s are",
                visible_devices_note(f));
   }
-  // Only the local-rank rule knows how many PEs share the GPU.
-  const int sharing = by_rank ? local_pes_on_device(choice.device, f.local_n_pes, f.device_count) : 1;
-  const auto device = static_cast<std::size_t>(choice.device);
-  const bool exclusive = device < f.exclusive_process.size() && f.exclusive_process[device];
-  if (sharing > 1 && exclusive && !f.mps) {
-    SYMM_THROW(errc::unsupported,
-               "PE {}: {} PEs of this node go to GPU {} ({}), but it is in exclusive-process compute mode, which "
-               "admits one process: start MPS (nvidia-cuda-mps-control -d) or run at most {} PE{} per node",
-               f.pe, sharing, choice.device, choice.reason, f.device_count, f.device_count == 1 ? "" : "s");
-  }
-  if (sharing > 1 && !f.mps) {
-    choice.warning = fmt::format(
-        "PE {}: {} PEs of this node share GPU {} and no MPS daemon answers: their kernels time-slice, so a device "
-        "wait on a PE of the same GPU advances one time slice at a time (milliseconds per round trip). Start MPS "
-        "(nvidia-cuda-mps-control -d) or run one PE per GPU",
-        f.pe, sharing, choice.device);
-  }
   return choice;
+}
+
+//! One PE's GPU as it tells the others at start-up (cuda_heap gathers them through the bootstrap).
+struct gpu_user {
+  int pe = 0;
+  std::string node;       //!< the PE's node (job_layout's name)
+  std::string bus_id;     //!< PCI bus id of its GPU: the same GPU has the same id in every process of a node
+  std::uint32_t pid = 0;  //!< its process: PEs of one process (threads) share a context
+  bool exclusive = false; //!< the GPU is in exclusive-process compute mode
+  bool mps = false;       //!< an MPS daemon answers for this PE's process
+};
+
+//! What the PEs' GPUs mean for PE `me`: `error`, the same on every PE (each throws it), when processes without MPS
+//! share a GPU in exclusive-process mode; else `warning`, for the PE of lowest number on each GPU that processes share
+//! without MPS (their kernels time-slice), empty for every other PE.
+struct gpu_sharing {
+  std::string warning;
+  std::string error;
+};
+
+inline gpu_sharing judge_gpu_sharing(const std::vector<gpu_user>& users, int me) {
+  gpu_sharing verdict;
+  const auto same_gpu = [](const gpu_user& a, const gpu_user& b) { return a.node == b.node && a.bus_id == b.bus_id; };
+  for (std::size_t first = 0; first < users.size(); ++first) {
+    const gpu_user& u = users[first];
+    // Each GPU once, at the first PE (in PE order) that uses it.
+    bool seen_before = false;
+    for (std::size_t i = 0; i < first && !seen_before; ++i)
+      seen_before = same_gpu(users[i], u);
+    if (seen_before) continue;
+    std::vector<std::uint32_t> processes;
+    std::string pes;
+    bool exclusive = false, all_mps = true;
+    for (const gpu_user& v : users) {
+      if (!same_gpu(v, u)) continue;
+      if (std::find(processes.begin(), processes.end(), v.pid) == processes.end()) processes.push_back(v.pid);
+      pes += fmt::format("{}{}", pes.empty() ? "" : ", ", v.pe);
+      exclusive = exclusive || v.exclusive;
+      all_mps = all_mps && v.mps;
+    }
+    if (processes.size() < 2 || all_mps) continue;
+    const std::string gpu = fmt::format("GPU {} of node {}", u.bus_id, u.node);
+    if (exclusive) {
+      if (verdict.error.empty()) {
+        verdict.error = fmt::format(
+            "PEs {} ({} processes) use {}, which is in exclusive-process compute mode and admits one process, and no "
+            "MPS daemon answers: start MPS (nvidia-cuda-mps-control -d) or run one process per GPU",
+            pes, processes.size(), gpu);
+      }
+    } else if (u.pe == me) {
+      verdict.warning = fmt::format(
+          "PEs {} ({} processes) share {} and no MPS daemon answers: their kernels time-slice, so a device wait "
+          "between them advances one time slice at a time (milliseconds per round trip). Start MPS "
+          "(nvidia-cuda-mps-control -d), run one process per GPU, or run the PEs as threads of one process "
+          "(symm::launch)",
+          pes, processes.size(), gpu);
+    }
+  }
+  return verdict;
+}
+
+//! The pipe directory where an MPS daemon listens for this process: CUDA_MPS_PIPE_DIRECTORY, else the default.
+inline constexpr std::string_view default_mps_pipe_directory = "/tmp/nvidia-mps";
+
+//! Whether an MPS daemon is reachable: its control socket is where this process's CUDA runtime will look.
+inline bool mps_daemon_reachable() {
+  const char* dir = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
+  const std::string control =
+      fmt::format("{}/control", dir != nullptr && dir[0] != '\0' ? std::string_view(dir) : default_mps_pipe_directory);
+  struct stat info {};
+  return ::stat(control.c_str(), &info) == 0 && S_ISSOCK(info.st_mode);
 }
 
 } // namespace detail

@@ -1,5 +1,6 @@
 // symm/detail/device_copy.hpp: the group-cooperative copy under every device put and get: 16-byte accesses when both
-// sides allow it, coalesced across the group (consecutive ranks touch consecutive vectors), four in flight per thread.
+// sides allow it, coalesced across the group (consecutive ranks touch consecutive vectors), four in flight per thread
+// when both are 16-byte aligned (every symmetric array is), one at a time on the out-of-line path for other alignments.
 #pragma once
 
 #include <symm/detail/backend/nvshmem/device_rma.hpp>

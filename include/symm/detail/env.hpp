@@ -36,6 +36,8 @@ struct job_info {
   std::string identity = {};
   //! Whether job_dir was derived from `identity` (no launcher made it): PE 0 then removes it after the rendezvous.
   bool derived_dir = false;
+  //! Whether local_pe came from the launcher; if not, the world numbers the PEs of each node itself.
+  bool local_pe_given = false;
 };
 
 //! Set by symm::launch for the PEs it starts; takes precedence over the environment.
@@ -226,7 +228,9 @@ inline job_info job_from_environment() {
         }
         info.pe = *r;
         info.n_pes = *s;
-        info.local_pe = local_rank ? env_int(local_rank).value_or(info.pe) : info.pe;
+        const std::optional<int> local = local_rank ? env_int(local_rank) : std::nullopt;
+        info.local_pe = local.value_or(info.pe);
+        info.local_pe_given = local.has_value();
         info.local_n_pes = local_size ? env_int(local_size).value_or(info.n_pes) : info.n_pes;
         info.source = source;
         return true;

@@ -92,6 +92,12 @@ inline int pes_on_node(const job_layout& layout, int pe) {
   return static_cast<int>(std::count(layout.nodes.begin(), layout.nodes.end(), node));
 }
 
+//! PE `pe`'s number among the PEs of its node, in PE order: the local rank when the launcher gives none.
+inline int index_on_node(const job_layout& layout, int pe) {
+  const std::string& node = layout.nodes.at(static_cast<std::size_t>(pe));
+  return static_cast<int>(std::count(layout.nodes.begin(), layout.nodes.begin() + pe, node));
+}
+
 //! Collective at start-up: every PE contributes its node name, pid and SYMM_COORDINATION; every PE computes the same
 //! layout. Throws, on every PE alike, when the PEs asked for different coordination modes or for shared memory across
 //! nodes.

@@ -160,9 +160,10 @@ public:
     barrier_bound_ = wait_bound_from_env("SYMM_BARRIER_TIMEOUT_MS", std::chrono::milliseconds(0));
     boot_ = std::make_unique<bootstrap>(job_, timeout);
     job_layout layout = detect_layout(*boot_);
-    // The node's PE count as every PE found it: a launcher that gives no local size (Slurm) left the job size there,
-    // which would put too many PEs on each GPU in the device choice's sharing check.
+    // The node's PE count as every PE found it: a launcher that gives no local size (Slurm) left the job size there.
+    // A launcher that gives no local rank left the global one, which on a second node is no local rank at all.
     job_.local_n_pes = pes_on_node(layout, job_.pe);
+    if (!job_.local_pe_given) job_.local_pe = index_on_node(layout, job_.pe);
     if (kind_ != symm::backend::nvshmem && (layout.n_nodes > 1 || boot_->over_tcp())) {
       // Every PE sees the same layout, so all refuse alike: nobody is left waiting.
       SYMM_THROW(errc::unsupported,

@@ -12,11 +12,13 @@
 #include <symm/detail/completion.hpp>
 #include <symm/detail/device_choice.hpp>
 #include <symm/detail/env.hpp>
+#include <symm/detail/job_layout.hpp>
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -73,33 +75,14 @@ public:
                  "(SYMM_ENABLE_NVSHMEM=0); build it with symm_nvshmem_dep (docs/backends.md) or use SYMM_BACKEND=cuda",
                  job.pe);
     }
-    device_facts facts;
-    facts.pe = job.pe;
-    facts.local_pe = job.local_pe;
-    facts.local_n_pes = job.local_n_pes;
-    facts.launcher = job.source;
-    facts.backend = backend_name;
-    facts.option_device = device;
-    facts.symm_device = get_env("SYMM_DEVICE");
-    facts.visible = get_env("CUDA_VISIBLE_DEVICES");
-    facts.device_count = cuda_device_count();
-    facts.mps = mps_control_pipe_exists();
-    for (int d = 0; d < facts.device_count; ++d) {
-      int mode = cudaComputeModeDefault;
-      SYMM_TRY_CUDA(cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, d));
-      facts.exclusive_process.push_back(mode == cudaComputeModeExclusiveProcess);
-    }
-    const device_choice choice = choose_device(facts);
+    const device_choice choice = choose_device(gather_device_facts(job, device, backend_name));
     device_ = choice.device;
     device_reason_ = choice.reason;
-    // Said once per GPU: by the first PE of the node that the local-rank rule puts on it.
-    if (!choice.warning.empty() && job.local_pe == device_) {
-      std::fprintf(stderr, "symm: warning: %s\n", choice.warning.c_str());
-    }
     SYMM_TRY_CUDA(cudaSetDevice(device_));
     char bus_id[32] = {};
     SYMM_TRY_CUDA(cudaDeviceGetPCIBusId(bus_id, static_cast<int>(sizeof(bus_id)), device_));
     pci_bus_id_ = bus_id;
+    check_gpu_sharing(boot, job);
     warn_if_lazy_module_loading(job.pe);
     // Loading symm's host-side kernels and pinning their words can wait for running kernels: do it now, before any
     // kernel of this job runs (see module_loading.hpp).
@@ -199,6 +182,48 @@ public:
   }
 
 private:
+  //! What detail::choose_device needs, from the job, the options, the environment and the driver.
+  static device_facts gather_device_facts(const job_info& job, int option_device, const char* backend_name) {
+    device_facts facts = detail::device_facts_of(job);
+    facts.backend = backend_name;
+    facts.option_device = option_device;
+    facts.symm_device = get_env("SYMM_DEVICE");
+    facts.visible = get_env("CUDA_VISIBLE_DEVICES");
+    facts.device_count = cuda_device_count();
+    return facts;
+  }
+
+  //! Collective: every PE tells the others its node, GPU, process, the GPU's compute mode and whether MPS answers;
+  //! detail::judge_gpu_sharing says what follows. Every PE throws the same error, so none is left waiting.
+  void check_gpu_sharing(bootstrap& boot, const job_info& job) const {
+    struct told {
+      char node[max_node_name + 1];
+      char bus_id[32];
+      std::uint32_t pid;
+      std::uint8_t exclusive, mps;
+    } mine{};
+    const std::string node = node_name(job.pe);
+    std::memcpy(mine.node, node.data(), node.size());
+    std::memcpy(mine.bus_id, pci_bus_id_.data(), std::min(pci_bus_id_.size(), sizeof(mine.bus_id) - 1));
+    mine.pid = static_cast<std::uint32_t>(::getpid());
+    int mode = cudaComputeModeDefault;
+    SYMM_TRY_CUDA(cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, device_));
+    mine.exclusive = mode == cudaComputeModeExclusiveProcess;
+    mine.mps = mps_daemon_reachable();
+    const auto all = boot.allgather_value(mine);
+    std::vector<gpu_user> users;
+    for (std::size_t pe = 0; pe < all.size(); ++pe) {
+      users.push_back({static_cast<int>(pe), std::string(all[pe].node, strnlen(all[pe].node, sizeof(all[pe].node))),
+                       std::string(all[pe].bus_id, strnlen(all[pe].bus_id, sizeof(all[pe].bus_id))), all[pe].pid,
+                       all[pe].exclusive != 0, all[pe].mps != 0});
+    }
+    const gpu_sharing verdict = judge_gpu_sharing(users, job.pe);
+    if (!verdict.error.empty()) SYMM_THROW(errc::unsupported, "PE {}: {}", job.pe, verdict.error);
+    // symmrun has said the same before starting the PEs.
+    if (!verdict.warning.empty() && job.source != "symmrun") {
+      std::fprintf(stderr, "symm: warning: %s\n", verdict.warning.c_str());
+    }
+  }
   //! The cuda backend's heap: a VMM segment on this GPU, exported, exchanged and mapped by every PE.
   void map_vmm_heap(bootstrap& boot, const job_info& job, std::size_t heap_bytes) {
     segment_.emplace(device_, heap_bytes);
