@@ -34,8 +34,10 @@ TEST_CASE("every PE learns its number and the job size", "[world]") {
   }
 }
 
-TEST_CASE("a world without launcher variables says which ones it looked for", "[world][errors]") {
-  scoped_env clean(
+namespace {
+//! None of the launchers' rank and size variables set, for the scope of the returned guard.
+scoped_env without_launchers() {
+  return scoped_env(
       {{"SYMM_PE", nullptr},
        {"SYMM_N_PES", nullptr},
        {"OMPI_COMM_WORLD_RANK", nullptr},
@@ -46,6 +48,11 @@ TEST_CASE("a world without launcher variables says which ones it looked for", "[
        {"SLURM_NTASKS", nullptr},
        {"RANK", nullptr},
        {"WORLD_SIZE", nullptr}});
+}
+} // namespace
+
+TEST_CASE("a world without launcher variables says which ones it looked for", "[world][errors]") {
+  const scoped_env clean = without_launchers();
   REQUIRE_THROWS_WITH(symm::world{},
                       symm_test::contains_substring("no launcher found") && symm_test::contains_substring("symmrun") &&
                           symm_test::contains_substring("OMPI_COMM_WORLD_RANK"));
@@ -262,18 +269,8 @@ TEST_CASE("device choice: the options, then SYMM_DEVICE, then the local PE modul
 }
 
 TEST_CASE("device choice: the launchers' local ranks pick the GPU", "[world][device]") {
-  scoped_env clean(
-      {{"SYMM_PE", nullptr},
-       {"SYMM_N_PES", nullptr},
-       {"OMPI_COMM_WORLD_RANK", nullptr},
-       {"OMPI_COMM_WORLD_SIZE", nullptr},
-       {"PMI_RANK", nullptr},
-       {"PMI_SIZE", nullptr},
-       {"SLURM_PROCID", nullptr},
-       {"SLURM_NTASKS", nullptr},
-       {"RANK", nullptr},
-       {"WORLD_SIZE", nullptr},
-       {"SYMM_JOB_ID", "device-choice-test"}});
+  const scoped_env clean = without_launchers();
+  const scoped_env job_id({{"SYMM_JOB_ID", "device-choice-test"}});
   // With 2 visible GPUs: the launcher's local rank decides. `given`: whether the launcher said it (else the world
   // numbers the PEs of each node itself, index_on_node).
   const auto check = [](std::initializer_list<std::pair<const char*, const char*>> vars, const char* launcher,
