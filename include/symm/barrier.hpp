@@ -74,7 +74,7 @@ SYMM_END_NAMESPACE
 SYMM_BEGIN_NAMESPACE
 
 //! Number of independent device barrier channels per world.
-inline constexpr int device_barrier_channels = detail::barrier_channels;
+inline constexpr int device_barrier_channels = detail::device_channels;
 
 namespace detail {
 //! The flags one barrier round touches, looked up once per session: after an acquire fence the peer table would be

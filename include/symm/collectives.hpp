@@ -155,7 +155,8 @@ SYMM_END_NAMESPACE
 // ---------------------------------------------------------------------------------------------------------------------
 // Device code: one group per PE of the team. `channel` is a team device barrier channel (symm/team.hpp), which the
 // collective uses for its two barriers; give collectives or barriers that run at the same time on teams sharing PEs
-// different channels. The group's threads share the data movement; each thread may return before the others.
+// different channels. The group's threads share the data movement; each thread may return before the others, unless
+// the group is symm::synced(group), which synchronises it before and after.
 #if SYMM_CUDA_COMPILATION()
 SYMM_BEGIN_NAMESPACE
 
@@ -164,7 +165,10 @@ template <collective_id C, class Group, class T, std::size_t E1, class U, std::s
 SYMM_DEVICE void device_collective_entry(const Group& group, const team_ref& t, const array_ref<T, E1>& dst,
                                          const array_ref<U, E2>& src, const Op& op, int root, int channel) {
   using V = std::remove_cv_t<T>;
-  device_collective<C>(group, t, make_sym_buffer<V>(dst), make_sym_buffer<const V>(src), op, root, channel);
+  sync_if_synced(group);
+  device_collective<C>(copying_group(group), t, make_sym_buffer<V>(dst), make_sym_buffer<const V>(src), op, root,
+                       channel);
+  sync_if_synced(group);
 }
 } // namespace detail
 

@@ -37,4 +37,58 @@ inline constexpr bool syncs_after_bulk = !requires(const G& g) {
 };
 } // namespace detail
 
+//! `group`, whose put, get, put_nbi, get_nbi, put_signal, put_signal_nbi and device collectives synchronise it before
+//! and after, as NVSHMEM's `*_block` and `*_warp` calls do: made by symm::synced(group). Before: every thread's writes
+//! to the source are seen by the threads that copy them. After: every thread may reuse the whole source (a put), or
+//! read the whole destination (a get). A plain group skips both, so a small copy costs only its loads and stores; a
+//! port of NVSHMEM code whose threads fill the buffer and then put it together says `symm::synced(block)`.
+template <cooperating_group Group>
+class synced_group {
+  static_assert(detail::syncs_after_bulk<Group>,
+                "symm::synced: a grid group can synchronise only under a cooperative launch; synchronise the grid "
+                "yourself (grid.sync()) around the copy, or pass a block, a warp tile or symm::this_thread()");
+
+public:
+  SYMM_HOST_DEVICE constexpr explicit synced_group(const Group& group) noexcept : group_(group) {}
+  SYMM_DEVICE auto thread_rank() const { return group_.thread_rank(); }
+  SYMM_DEVICE auto num_threads() const { return group_.num_threads(); }
+  SYMM_DEVICE void sync() const { group_.sync(); }
+  //! The group without the added synchronisation: what the copy itself runs on.
+  SYMM_HOST_DEVICE constexpr const Group& unsynced() const noexcept { return group_; }
+
+private:
+  Group group_;
+};
+
+//! `group` with NVSHMEM's group semantics for the RMA calls it is passed to (see synced_group).
+//! \code  symm::put(symm::synced(cooperative_groups::this_thread_block()), symm::remote(dst, pe), src); \endcode
+template <cooperating_group Group>
+SYMM_HOST_DEVICE constexpr synced_group<Group> synced(const Group& group) noexcept {
+  return synced_group<Group>(group);
+}
+template <cooperating_group Group>
+SYMM_HOST_DEVICE constexpr synced_group<Group> synced(const synced_group<Group>& group) noexcept {
+  return group;
+}
+
+namespace detail {
+template <class G>
+inline constexpr bool is_synced_group = false;
+template <class G>
+inline constexpr bool is_synced_group<synced_group<G>> = true;
+
+//! The group an RMA call copies with: a synced_group's own group, any other group itself.
+template <class G>
+SYMM_HOST_DEVICE constexpr const auto& copying_group(const G& group) noexcept {
+  if constexpr (is_synced_group<G>) return group.unsynced();
+  else return group;
+}
+
+//! The synchronisation a synced_group adds before (and, called again, after) an RMA call; nothing for other groups.
+template <class G>
+SYMM_DEVICE SYMM_FORCEINLINE void sync_if_synced(const G& group) {
+  if constexpr (is_synced_group<G>) group.sync();
+}
+} // namespace detail
+
 SYMM_END_NAMESPACE

@@ -55,7 +55,8 @@ SYMM_END_NAMESPACE
 // share the copy (16-byte accesses when the alignment allows). On return each thread's share of the source may be
 // reused; the group synchronises (group.sync(), or a barrier) before a thread reuses data another thread copied, as
 // with any cooperative_groups work. The data is on its way: fence() orders it, quiet() completes it, and a device
-// barrier does both. No synchronisation is added inside: small transfers cost only their loads and stores.
+// barrier does both. No synchronisation is added inside: small transfers cost only their loads and stores. Given
+// symm::synced(group), the group synchronises before and after the copy, as NVSHMEM's *_block and *_warp calls do.
 #if SYMM_CUDA_COMPILATION()
 #  include <symm/detail/device_copy.hpp>
 #  include <symm/group.hpp>
@@ -76,7 +77,9 @@ requires detail::same_element<U, T> SYMM_DEVICE void
 put(const Group& group, const pe_span<T, E>& dst, cuda::std::span<U, E2> source) {
   static_assert(!std::is_const_v<T>, "symm::put: cannot put into a pe_span<const T>: the remote data is const");
   static_assert(!detail::extents_conflict<E, E2>, "symm::put between static extents that differ");
-  detail::group_copy(group, dst.address(), dst.size_bytes(), source.data(), source.size_bytes());
+  detail::sync_if_synced(group);
+  detail::group_copy(detail::copying_group(group), dst.address(), dst.size_bytes(), source.data(), source.size_bytes());
+  detail::sync_if_synced(group);
 }
 
 //! Get from device code: `group` copies PE src.pe()'s elements into `destination`; each thread's share has landed
@@ -86,7 +89,10 @@ requires detail::same_element<U, T> SYMM_DEVICE void
 get(const Group& group, cuda::std::span<U, E2> destination, const pe_span<T, E> src) {
   static_assert(!std::is_const_v<U>, "symm::get: the destination must be writable");
   static_assert(!detail::extents_conflict<E, E2>, "symm::get between static extents that differ");
-  detail::group_copy(group, destination.data(), destination.size_bytes(), src.address(), src.size_bytes());
+  detail::sync_if_synced(group);
+  detail::group_copy(detail::copying_group(group), destination.data(), destination.size_bytes(), src.address(),
+                     src.size_bytes());
+  detail::sync_if_synced(group);
 }
 
 //! Completion of a device-side non-blocking put or get, for the group that issued it.
@@ -113,7 +119,9 @@ template <cooperating_group Group, class T, std::size_t E, class U, std::size_t 
 put_nbi(const Group& group, const pe_span<T, E>& dst, cuda::std::span<U, E2> source) {
   static_assert(!std::is_const_v<T>, "symm::put_nbi: cannot put into a pe_span<const T>: the remote data is const");
   static_assert(!detail::extents_conflict<E, E2>, "symm::put_nbi between static extents that differ");
-  detail::group_copy(group, dst.address(), dst.size_bytes(), source.data(), source.size_bytes());
+  detail::sync_if_synced(group);
+  detail::group_copy(detail::copying_group(group), dst.address(), dst.size_bytes(), source.data(), source.size_bytes());
+  detail::sync_if_synced(group);
   return device_future<Group>(group);
 }
 
@@ -122,7 +130,10 @@ template <cooperating_group Group, class U, std::size_t E2, class T, std::size_t
 [[nodiscard]] SYMM_DEVICE device_future<Group>
 get_nbi(const Group& group, cuda::std::span<U, E2> destination, const pe_span<T, E> src) {
   static_assert(!std::is_const_v<U>, "symm::get_nbi: the destination must be writable");
-  detail::group_copy(group, destination.data(), destination.size_bytes(), src.address(), src.size_bytes());
+  detail::sync_if_synced(group);
+  detail::group_copy(detail::copying_group(group), destination.data(), destination.size_bytes(), src.address(),
+                     src.size_bytes());
+  detail::sync_if_synced(group);
   return device_future<Group>(group);
 }
 

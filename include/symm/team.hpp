@@ -22,6 +22,11 @@ class world;
 class team_ref;
 struct team_2d;
 
+//! How many teams a PE can belong to at once besides the world: 128 (NVSHMEM's NVSHMEM_MAX_TEAMS plays this role),
+//! or SYMM_MAX_TEAMS when the program defines it before including symm (1 to 4095; the same in every PE's program).
+//! Each team holds a host barrier channel of the control page, about 270 bytes per PE.
+inline constexpr int max_teams = detail::max_teams;
+
 //! A set of PEs, numbered 0 to n_pes() - 1 among themselves, that barriers (and later collectives) run over: the
 //! world team (`world.team()`) or a team split from another by `split_strided` or `split_2d` (OpenSHMEM's teams).
 //! The PEs of every team are world PEs start, start + stride, ... for some start and stride.
@@ -32,9 +37,10 @@ struct team_2d;
 //! team. Destruction is collective over the team's PEs (a team barrier; nothing for the world team and invalid teams);
 //! a team destroyed while an exception propagates skips it, and its world then reports this PE as failed.
 //!
-//! Each team has its own host barrier channel (one of 63 on the control page of its first PE), chosen at creation so
-//! that no PE of the team uses it for another team: barriers of different teams never interfere, and a PE can be in
-//! at most 63 teams at once besides the world. Move-only; `team_ref` is the copyable view that kernels take.
+//! Each team has its own host barrier channel (one of max_teams on the control page of its first PE), chosen at
+//! creation so that no PE of the team uses it for another team: barriers of different teams never interfere, and a PE
+//! can be in at most max_teams teams at once besides the world. Move-only; `team_ref` is the copyable view that kernels
+//! take.
 //!
 //! \code
 //!   symm::team even = world.team().split_strided(0, 2, (world.n_pes() + 1) / 2);   // on every PE of the world
@@ -98,7 +104,7 @@ public:
   //! Collective over this team: the team of its PEs start, start + stride, ..., start + (size - 1) * stride (numbers
   //! in this team). PEs outside it get an invalid team. Throws errc::invalid_argument (with the values) when stride <
   //! 1, size is not in [1, n_pes()] or a PE of the new team is not in this one; errc::allocation_mismatch when the PEs
-  //! passed different arguments; errc::unsupported when its PEs already use all 63 team channels.
+  //! passed different arguments; errc::unsupported when a PE of the new team is already in max_teams teams.
   //! \code
   //!   auto odd = world.team().split_strided(1, 2, world.n_pes() / 2);
   //! \endcode

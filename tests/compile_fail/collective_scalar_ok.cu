@@ -17,6 +17,7 @@ __global__ void scalar_collectives(symm::team_ref t, symm::scalar_ref<double> s,
   symm::fcollect(block, t, a, c);
   symm::reduce_scatter(block, t, s, a, symm::plus{});
   symm::allreduce(block, t, s.element(), c.element(), symm::plus{}); // the same, spelled as array_ref<T, 1>
+  symm::fcollect(symm::synced(block), t, a, c); // NVSHMEM's group semantics: the block synchronises before and after
 }
 
 [[maybe_unused]] void on_stream(cudaStream_t stream, const symm::team& t, symm::scalar<double>& s,

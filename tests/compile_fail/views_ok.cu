@@ -1,7 +1,8 @@
 // expect-compile: ok
 // views_ok.cpp compiled by nvcc: its host code as nvcc's host pass sees it, and in kernels every member docs/api.md
 // marks "both" (views_both) and the device-only calls on the views: group-scoped put, get and put_signal from and into
-// pe_span<T> and pe_span<const T>, as a kernel that takes array_ref<const T> makes them.
+// pe_span<T> and pe_span<const T>, as a kernel that takes array_ref<const T> makes them; the same calls given
+// symm::synced(group).
 #include <cooperative_groups.h>
 
 #include "views_ok.cpp"
@@ -30,6 +31,14 @@ views_kernel(symm::array_ref<int> a, symm::array_ref<const int> c, symm::array_r
   device_rma(symm::this_thread(), a, c, fixed_c, sig, pe);
   device_rma(cooperative_groups::this_thread_block(), a, c, fixed_c, sig, pe);
   device_rma(cooperative_groups::tiled_partition<32>(cooperative_groups::this_thread_block()), a, c, fixed_c, sig, pe);
+  // NVSHMEM's group semantics (synchronise before and after) on the same calls.
+  const auto block = symm::synced(cooperative_groups::this_thread_block());
+  device_rma(block, a, c, fixed_c, sig, pe);
+  device_rma(symm::synced(block), a, c, fixed_c, sig, pe);
+  device_rma(symm::synced(symm::this_thread()), a, c, fixed_c, sig, pe);
+  device_rma(symm::synced(cooperative_groups::tiled_partition<32>(cooperative_groups::this_thread_block())), a, c,
+             fixed_c, sig, pe);
+  static_assert(std::is_same_v<decltype(symm::synced(block)), std::remove_const_t<decltype(block)>>);
 }
 
 } // namespace views_ok

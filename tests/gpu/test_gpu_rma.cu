@@ -187,6 +187,77 @@ TEST_CASE("device p and g, and put_nbi with its future, on 2, 4 and 8 PEs", "[gp
 }
 
 namespace {
+__host__ __device__ int stamp(int pe, int round, int i) {
+  return (pe * 1000 + round) * 100000 + i;
+}
+
+//! NVSHMEM's put-block example, ported word for word with symm::synced(block): the threads fill a staging buffer (each
+//! the elements other threads copy: filled from the end) and put it without a __syncthreads of their own, then
+//! overwrite it at once; and they get a peer's array and each reads elements other threads fetched. Correct only if
+//! the block synchronises before and after each copy, as NVSHMEM's put_block and get_block do. (Launch bounds: the
+//! nvshmem build's relocatable device code otherwise uses more registers than 1024 threads may have.)
+__global__ void __launch_bounds__(1024)
+    synced_block_port(symm::array_ref<int> stage, symm::array_ref<int> dst, symm::array_ref<const int> src,
+                      int* fetched, int* out, int me, int right, int round) {
+  const auto block = symm::synced(cg::this_thread_block());
+  const int n = static_cast<int>(stage.size());
+  const int first = n - 1 - static_cast<int>(threadIdx.x);
+  auto staged = stage.local();
+  for (int i = first; i >= 0; i -= static_cast<int>(blockDim.x))
+    staged[i] = stamp(me, round, i);
+  symm::put(block, symm::remote(dst, right), staged);
+  for (int i = first; i >= 0; i -= static_cast<int>(blockDim.x))
+    staged[i] = -1;
+  symm::get(block, cuda::std::span<int>(fetched, src.size()), symm::remote(src, right));
+  for (int i = first; i >= 0; i -= static_cast<int>(blockDim.x))
+    out[i] = fetched[i];
+}
+} // namespace
+
+TEST_CASE("symm::synced(block): a literal port of NVSHMEM's put_block and get_block is race-free", "[gpu][rma]") {
+  REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(2, [](symm::world& world) {
+    const int me = world.my_pe(), n_pes = world.n_pes();
+    const int right = (me + 1) % n_pes, left = (me + n_pes - 1) % n_pes;
+    const std::size_t count = std::size_t{1} << 16;
+    symm::array<int> stage(world, count), dst(world, count), src(world, count);
+    std::vector<int> mine(count), from_right(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      mine[i] = stamp(me, 999, static_cast<int>(i));
+      from_right[i] = stamp(right, 999, static_cast<int>(i));
+    }
+    symm_gpu_test::host_to_local(src, mine);
+    int *fetched = nullptr, *out = nullptr;
+    GPU_CHECK(cudaMalloc(&fetched, count * sizeof(int)));
+    GPU_CHECK(cudaMalloc(&out, count * sizeof(int)));
+    for (int round = 0; round < 20; ++round) {
+      symm_gpu_test::fill_now(dst.local().data(), 0xAB, dst.size_bytes());
+      symm_gpu_test::fill_now(fetched, 0xCD, count * sizeof(int));
+      world.barrier();
+      synced_block_port<<<1, 1024>>>(stage, dst, src, fetched, out, me, right, round);
+      GPU_CHECK(cudaGetLastError());
+      GPU_CHECK(cudaDeviceSynchronize());
+      world.barrier();
+      const auto got = symm_gpu_test::local_to_host(dst);
+      std::vector<int> read(count);
+      GPU_CHECK(cudaMemcpy(read.data(), out, count * sizeof(int), cudaMemcpyDeviceToHost));
+      for (std::size_t i = 0; i < count; ++i) {
+        const int sent = stamp(left, round, static_cast<int>(i));
+        if (got[i] != sent) {
+          throw std::runtime_error(fmt::format(
+              "PE {}: round {}: put element {} is {:#x}, PE {} staged {:#x}", me, round, i, got[i], left, sent));
+        }
+        if (read[i] != from_right[i]) {
+          throw std::runtime_error(fmt::format("PE {}: round {}: get element {} read {:#x}, PE {} holds {:#x}", me,
+                                               round, i, read[i], right, from_right[i]));
+        }
+      }
+    }
+    GPU_CHECK(cudaFree(fetched));
+    GPU_CHECK(cudaFree(out));
+  }));
+}
+
+namespace {
 // Rounds of: put my round stamp into every PE's slot for me, barrier, check every slot holds this round's stamps.
 __global__ void barrier_rounds(symm::array_ref<std::uint64_t> slots, symm::world_ref w, int rounds, int channel,
                                unsigned* errors) {

@@ -348,7 +348,8 @@ TEST_CASE("overlapping teams rooted at the same PE get different channels", "[te
   }));
 }
 
-TEST_CASE("destroying a team frees its channel; 63 teams at once are the limit", "[teams]") {
+TEST_CASE("destroying a team frees its channel; symm::max_teams teams at once are the limit", "[teams]") {
+  STATIC_REQUIRE(symm::max_teams >= 128); // NVSHMEM's default
   REQUIRE_NOTHROW(on_pes(2, [](symm::world& world) {
     auto whole = world.team();
     for (int i = 0; i < 200; ++i) {
@@ -356,12 +357,13 @@ TEST_CASE("destroying a team frees its channel; 63 teams at once are the limit",
       if (t.valid()) t.barrier();
     }
     std::vector<symm::team> held;
-    for (int i = 0; i < 63; ++i)
+    for (int i = 0; i < symm::max_teams; ++i)
       held.push_back(whole.split_strided(0, 1, 2));
     for (auto& t : held)
       t.barrier();
+    const std::string full = fmt::format("{} teams", symm::max_teams);
     PE_REQUIRE_ERROR((void) whole.split_strided(0, 1, 2), symm::errc::unsupported, "no host barrier channel is free",
-                     "PE 0: 63 teams", "PE 1: 63 teams");
+                     "PE 0: " + full, "PE 1: " + full, "SYMM_MAX_TEAMS");
     held.pop_back(); // collective destruction frees one channel
     held.push_back(whole.split_strided(0, 1, 2));
     held.back().barrier();

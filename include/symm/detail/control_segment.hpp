@@ -11,10 +11,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <optional>
 #include <span>
 #include <string>
@@ -39,14 +41,62 @@ enum class collective_kind : std::uint64_t {
   finalize = 8,        //!< the world's finalize
 };
 
+//! Teams a PE can belong to at once besides the world (NVSHMEM_MAX_TEAMS's role): each live team takes one host
+//! barrier channel of the control page, channel 0 being the world's. 128 unless the program defines SYMM_MAX_TEAMS
+//! before including symm; every PE of a job must use the same value (world creation checks it).
+#ifndef SYMM_MAX_TEAMS
+#  define SYMM_MAX_TEAMS 128
+#endif
+inline constexpr int max_teams = SYMM_MAX_TEAMS;
+static_assert(max_teams >= 1 && max_teams <= 4095, "SYMM_MAX_TEAMS must be in [1, 4095]");
+//! Host barrier channels: the world's and one per team.
+inline constexpr int host_channels = max_teams + 1;
+//! Device barrier channels of the world and of every team (symm::device_barrier_channels): the device barriers' flags.
+inline constexpr int device_channels = 64;
+
+//! A set of host barrier channels (channel c: bit c % 64 of word c / 64), trivially copyable so that it travels in a
+//! collective_request through control pages and sockets.
+struct channel_set {
+  std::uint64_t words[(host_channels + 63) / 64] = {};
+
+  [[nodiscard]] constexpr bool contains(int channel) const noexcept {
+    return (words[channel / 64] >> (channel % 64) & 1) != 0;
+  }
+  constexpr void insert(int channel) noexcept { words[channel / 64] |= std::uint64_t{1} << (channel % 64); }
+  constexpr void erase(int channel) noexcept { words[channel / 64] &= ~(std::uint64_t{1} << (channel % 64)); }
+  constexpr channel_set& operator|=(const channel_set& other) noexcept {
+    for (std::size_t i = 0; i < std::size(words); ++i)
+      words[i] |= other.words[i];
+    return *this;
+  }
+  [[nodiscard]] constexpr int size() const noexcept {
+    int n = 0;
+    for (std::uint64_t w : words)
+      n += std::popcount(w);
+    return n;
+  }
+  //! The lowest team channel (1 to max_teams) not in the set, or -1.
+  [[nodiscard]] constexpr int first_free_team_channel() const noexcept {
+    for (int c = 1; c < host_channels; ++c)
+      if (!contains(c)) return c;
+    return -1;
+  }
+};
+
+//! The world's channel alone: the channels of a PE that belongs to no team.
+constexpr channel_set world_channel_only() noexcept {
+  channel_set set;
+  set.insert(0);
+  return set;
+}
+
 //! One collective operation (an allocation, a free, a team split), as each PE of the team asked for it; compared
 //! across the team's PEs before anything runs.
 struct collective_request {
   std::uint64_t sequence; //!< how many collective operations this PE has done on this team, this one included
   collective_kind kind;
-  std::int64_t args[3];   //!< what was asked (compared)
-  std::uint64_t channels; //!< not compared: the host barrier channels of the teams this PE belongs to (bit c: channel
-                          //!< c)
+  std::int64_t args[3];        //!< what was asked (compared)
+  channel_set channels;        //!< not compared: the host barrier channels of the teams this PE belongs to
   std::uint64_t unwinding = 0; //!< not compared: 1 for a release made while an exception propagates on this PE
 };
 
@@ -56,17 +106,15 @@ struct alignas(64) barrier_channel {
   alignas(64) std::uint32_t generation;
 };
 
-inline constexpr int barrier_channels = 64;
-
 //! Layout of each PE's control page. Everything is accessed through std::atomic_ref: other processes write it.
 struct pe_control {
   alignas(64) std::uint32_t pid;
   std::uint32_t state;
   std::uint32_t failure_written;
   // [channel of the team][sequence parity]: a PE belongs to at most one live team per channel (channel 0: the world)
-  alignas(64) collective_request requests[barrier_channels][2];
-  alignas(64) char failure[1024];                         // why this PE failed, for the others' messages
-  alignas(64) barrier_channel barriers[barrier_channels]; // used on the page of the barrier's root PE
+  alignas(64) collective_request requests[host_channels][2];
+  alignas(64) char failure[1024];                      // why this PE failed, for the others' messages
+  alignas(64) barrier_channel barriers[host_channels]; // used on the page of the barrier's root PE
   alignas(64) std::uint32_t sleepers;   // host threads asleep on a futex in this PE's heap (symm/wait.hpp): writers
                                         // of 4-byte words wake them only while it is not 0
   alignas(64) std::uint32_t host_waits; // this PE's host threads in a wait for data (wait_until and the like), not in a

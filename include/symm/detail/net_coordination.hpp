@@ -263,7 +263,7 @@ private:
     if (root != me_) return meet_as_member(root, n, channel, mine, what, deadline);
     // A member that sent no request (a plain barrier against others' agreement) shows as "nothing" in the table.
     std::vector<collective_request>& table = result.table;
-    table.assign(n, collective_request{0, collective_kind::none, {0, 0, 0}, 0});
+    table.assign(n, collective_request{0, collective_kind::none, {0, 0, 0}, {}});
     bool any_request = mine != nullptr;
     if (mine != nullptr) table[0] = *mine;
     std::vector<bool> arrived(n, false);
@@ -378,7 +378,7 @@ private:
 
   void remember_arrival(int pe, int channel, const collective_request& request) {
     auto& last = peers_[static_cast<std::size_t>(pe)].last_arrival;
-    if (last.empty()) last.resize(barrier_channels);
+    if (last.empty()) last.resize(host_channels);
     last[static_cast<std::size_t>(channel)] = request;
   }
 

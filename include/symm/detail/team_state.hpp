@@ -151,24 +151,24 @@ inline nvshmem_team_result no_nvshmem_parent(const team_state& parent) {
   return {no_nvshmem_team, fmt::format("its parent, {}, has none: {}", parent.name(), parent.nvshmem_problem())};
 }
 
-//! The lowest host barrier channel in 1..63 that none of `used` has, or -1.
-inline int free_channel(std::uint64_t used) noexcept {
-  std::uint64_t free = ~used & ~std::uint64_t{1};
-  return free == 0 ? -1 : std::countr_zero(free);
+//! The lowest host barrier channel in 1..max_teams that none of `used` has, or -1.
+inline int free_channel(const channel_set& used) noexcept {
+  return used.first_free_team_channel();
 }
 
 [[noreturn]] inline void throw_no_channel(const world_state& w, std::string_view what, strided_pes pes,
                                           const std::vector<collective_request>& asked, strided_pes in_parent) {
   std::string table;
   for (int i = 0; i < pes.size; ++i) {
-    std::uint64_t used = asked[static_cast<std::size_t>(in_parent.pe(i))].channels;
-    table += fmt::format("\n  PE {}: {} teams", pes.pe(i), std::popcount(used) - 1);
+    const channel_set& used = asked[static_cast<std::size_t>(in_parent.pe(i))].channels;
+    table += fmt::format("\n  PE {}: {} teams", pes.pe(i), used.size() - 1);
   }
   SYMM_THROW(errc::unsupported,
-             "PE {}: {}: no host barrier channel is free for the new team (world PEs {}): each of the 63 team "
-             "channels is used by a team that one of its PEs belongs to (a PE can be in at most 63 teams at once "
-             "besides the world). Destroy teams that are no longer needed. Teams of each PE:{}",
-             w.my_pe(), what, list_pes(pes), table);
+             "PE {}: {}: no host barrier channel is free for the new team (world PEs {}): each of the {} team "
+             "channels is used by a team that one of its PEs belongs to (a PE can be in at most {} teams at once "
+             "besides the world; SYMM_MAX_TEAMS, defined before including symm, changes that). Destroy teams that are "
+             "no longer needed. Teams of each PE:{}",
+             w.my_pe(), what, list_pes(pes), max_teams, max_teams, table);
 }
 
 //! Collective over `parent`: the team of parent PEs start, start + stride, ..., start + (size - 1) * stride.
@@ -196,7 +196,7 @@ inline std::shared_ptr<team_state> split_strided(team_state& parent, int start, 
 
   const strided_pes in_parent{start, size == 1 ? 1 : stride, size};
   const strided_pes pes{parent.pes().pe(start), parent.pes().stride * in_parent.stride, size};
-  std::uint64_t used = 0;
+  channel_set used;
   for (int i = 0; i < size; ++i)
     used |= asked[static_cast<std::size_t>(in_parent.pe(i))].channels;
   const int channel = free_channel(used);
@@ -243,7 +243,7 @@ inline std::pair<std::shared_ptr<team_state>, std::shared_ptr<team_state>> split
   const int rows = (n + xr - 1) / xr;
   std::vector<int> row_channel(static_cast<std::size_t>(rows));
   for (int row = 0; row < rows; ++row) {
-    std::uint64_t used = 0;
+    channel_set used;
     for (int i = 0; i < x_team(row).size; ++i)
       used |= asked[static_cast<std::size_t>(x_team(row).pe(i))].channels;
     row_channel[static_cast<std::size_t>(row)] = free_channel(used);
@@ -253,11 +253,11 @@ inline std::pair<std::shared_ptr<team_state>, std::shared_ptr<team_state>> split
   }
   std::vector<int> column_channel(static_cast<std::size_t>(xr));
   for (int column = 0; column < xr; ++column) {
-    std::uint64_t used = 0;
+    channel_set used;
     for (int i = 0; i < y_team(column).size; ++i) {
       int q = y_team(column).pe(i);
-      used |= asked[static_cast<std::size_t>(q)].channels |
-              std::uint64_t{1} << row_channel[static_cast<std::size_t>(q / xr)];
+      used |= asked[static_cast<std::size_t>(q)].channels;
+      used.insert(row_channel[static_cast<std::size_t>(q / xr)]);
     }
     column_channel[static_cast<std::size_t>(column)] = free_channel(used);
     if (column_channel[static_cast<std::size_t>(column)] < 0) {

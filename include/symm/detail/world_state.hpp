@@ -144,6 +144,20 @@ inline std::string describe(const collective_request& r) {
   return fmt::format("collective operation #{}: nothing", r.sequence);
 }
 
+//! Every PE's control page has the layout of its program's SYMM_MAX_TEAMS: a job whose programs were built with
+//! different values is refused on every PE before any page is mapped.
+inline void require_same_max_teams(bootstrap& boot, int me) {
+  const std::vector<std::int32_t> all = boot.allgather_value(std::int32_t{max_teams});
+  for (std::size_t pe = 0; pe < all.size(); ++pe) {
+    if (all[pe] != max_teams) {
+      SYMM_THROW(errc::invalid_argument,
+                 "PE {}: this PE's program was built with SYMM_MAX_TEAMS = {} and PE {}'s with {}: every PE of a job "
+                 "must use the same value (it sizes the control page that the PEs share)",
+                 me, max_teams, pe, all[pe]);
+    }
+  }
+}
+
 class world_state {
 public:
   explicit world_state(const world_options& options) : job_(job_from_environment()) {
@@ -160,6 +174,7 @@ public:
     barrier_bound_ = wait_bound_from_env("SYMM_BARRIER_TIMEOUT_MS", std::chrono::milliseconds(0));
     boot_ = std::make_unique<bootstrap>(job_, timeout);
     job_layout layout = detect_layout(*boot_);
+    require_same_max_teams(*boot_, job_.pe);
     // The node's PE count as every PE found it: a launcher that gives no local size (Slurm) left the job size there.
     // A launcher that gives no local rank left the global one, which on a second node is no local rank at all.
     job_.local_n_pes = pes_on_node(layout, job_.pe);
@@ -335,7 +350,7 @@ public:
   //! counter), then the teams' device barrier flags (at team_flags_offset()), then the flags of the kernels that
   //! host-issued collectives launch (at collective_flags_offset()).
   static constexpr std::size_t system_area_bytes(int n_pes) noexcept {
-    return static_cast<std::size_t>(barrier_channels) * (static_cast<std::size_t>(n_pes) + 1) * sizeof(std::uint64_t) +
+    return static_cast<std::size_t>(device_channels) * (static_cast<std::size_t>(n_pes) + 1) * sizeof(std::uint64_t) +
            team_flags_bytes(n_pes) + collective_flags_bytes(n_pes);
   }
   //! Offset of the teams' device barrier flags in every heap: per channel, one arrival count per PE (written by that
@@ -356,7 +371,7 @@ public:
            sizeof(std::uint64_t);
   }
   static constexpr std::size_t team_flags_bytes(int n_pes) noexcept {
-    return static_cast<std::size_t>(barrier_channels) * 2 * static_cast<std::size_t>(n_pes) * sizeof(std::uint64_t);
+    return static_cast<std::size_t>(device_channels) * 2 * static_cast<std::size_t>(n_pes) * sizeof(std::uint64_t);
   }
 #if SYMM_CUDA_BACKEND()
   [[nodiscard]] cuda_heap* cuda() const noexcept {
@@ -406,16 +421,16 @@ public:
     return collective_group{all_pes_, 0, &collective_sequence_, "the world"};
   }
 
-  //! Host barrier channels of the teams this PE belongs to (bit c: channel c; bit 0: the world's). Team creation
-  //! picks a channel no member uses, so a PE is in at most one live team per channel.
-  [[nodiscard]] std::uint64_t team_channels() const noexcept {
+  //! Host barrier channels of the teams this PE belongs to (channel 0: the world's). Team creation picks a channel no
+  //! member uses, so a PE is in at most one live team per channel.
+  [[nodiscard]] const channel_set& team_channels() const noexcept {
     return team_channels_;
   }
   void claim_team_channel(int channel) noexcept {
-    team_channels_ |= std::uint64_t{1} << channel;
+    team_channels_.insert(channel);
   }
   void release_team_channel(int channel) noexcept {
-    team_channels_ &= ~(std::uint64_t{1} << channel);
+    team_channels_.erase(channel);
   }
 
   //! Collective allocation: checks that every PE asked the same, then runs the deterministic allocator.
@@ -699,7 +714,7 @@ private:
   std::optional<heap_allocator> allocator_;
   std::vector<int> all_pes_;
   std::uint64_t collective_sequence_ = 0;
-  std::uint64_t team_channels_ = 1; // channel 0: the world's
+  channel_set team_channels_ = world_channel_only();
   std::size_t system_offset_ = 0;
   std::chrono::milliseconds collective_bound_{0}; // 0: none
   std::chrono::milliseconds barrier_bound_{0};
