@@ -400,3 +400,44 @@ TEST_CASE("device choice: processes that share a GPU need MPS, threads of one pr
                                            "exclusive-process compute mode"));
   CHECK(on3.error == on0.error);
 }
+
+TEST_CASE("peer access: every pair of GPUs of a node needs peer access and native atomics", "[world][device]") {
+  using symm::detail::classify_peer;
+  using symm::detail::gpu_user;
+  using symm::detail::judge_peer_access;
+  using symm::detail::peer_path;
+  using symm::detail::peer_problem;
+  using symm_test::contains_substring;
+
+  // What the driver answers, as a path: nothing can be asked about a GPU this process does not see.
+  CHECK(classify_peer(true, true, true) == peer_path::usable);
+  CHECK(classify_peer(true, false, false) == peer_path::no_peer_access);
+  CHECK(classify_peer(true, true, false) == peer_path::no_native_atomics);
+  CHECK(classify_peer(false, false, false) == peer_path::not_visible);
+
+  // Four PEs on two GPUs of node a (two per GPU), one PE on node b.
+  const std::vector<gpu_user> users{
+      {0, "a", "0000:18:00.0", 100},
+      {1, "a", "0000:18:00.0", 101},
+      {2, "a", "0000:3b:00.0", 102},
+      {3, "a", "0000:3b:00.0", 103},
+      {4, "b", "0000:18:00.0", 200}};
+  std::vector<peer_problem> problems(users.size());
+  CHECK(judge_peer_access(users, problems).empty()); // every pair usable (NVLink)
+  problems[1] = {2, peer_path::not_visible};         // PE 1 sees only its own GPU: its mapping will tell
+  CHECK(judge_peer_access(users, problems).empty());
+
+  // PCIe without peer-to-peer between the GPUs: the first problem in PE order, both PEs, both GPUs, the way out; the
+  // same text on every PE (each throws it).
+  problems[3] = {0, peer_path::no_peer_access};
+  problems[2] = {1, peer_path::no_native_atomics};
+  const std::string error = judge_peer_access(users, problems);
+  CHECK_THAT(error, contains_substring("PE 2 (GPU 0000:3b:00.0 of node a) and PE 1 (GPU 0000:18:00.0)") &&
+                        contains_substring("no native atomics") &&
+                        contains_substring("cudaDevP2PAttrNativeAtomicSupported is 0") &&
+                        contains_substring("SYMM_BACKEND=nvshmem") && contains_substring("nvidia-smi topo -p2p"));
+  problems[2] = {};
+  CHECK_THAT(judge_peer_access(users, problems),
+             contains_substring("PE 3 (GPU 0000:3b:00.0 of node a) and PE 0 (GPU 0000:18:00.0): the driver reports no "
+                                "peer access between these GPUs (cudaDeviceCanAccessPeer is 0)"));
+}

@@ -165,6 +165,59 @@ inline gpu_sharing judge_gpu_sharing(const std::vector<gpu_user>& users, int me)
   return verdict;
 }
 
+//! How one PE's process can reach another PE's GPU on its node (cuda_heap asks the driver; judge_peer_access decides).
+enum class peer_path : std::uint8_t {
+  usable = 0,            //!< the same GPU, or peer access with native atomics
+  not_visible = 1,       //!< the peer's GPU is not visible to this process (CUDA_VISIBLE_DEVICES): nothing to ask
+  no_peer_access = 2,    //!< the driver reports no peer access between the two GPUs
+  no_native_atomics = 3, //!< peer access, but atomics from this GPU on the other's memory would not be atomic
+};
+
+//! What the driver answers for a pair of GPUs, as a path. `visible`: the peer's GPU is visible to this process (only
+//! then can the driver be asked); `access`: cudaDeviceCanAccessPeer; `native_atomics`: the pair's
+//! cudaDevP2PAttrNativeAtomicSupported.
+constexpr peer_path classify_peer(bool visible, bool access, bool native_atomics) noexcept {
+  if (!visible) return peer_path::not_visible;
+  if (!access) return peer_path::no_peer_access;
+  if (!native_atomics) return peer_path::no_native_atomics;
+  return peer_path::usable;
+}
+
+//! The first peer a PE cannot use (-1: none), and why: what each PE tells the others after asking the driver.
+struct peer_problem {
+  std::int32_t peer = -1;
+  peer_path path = peer_path::usable;
+};
+
+//! The error every PE throws when some PE cannot reach another PE's GPU, empty when all can: the first problem in PE
+//! order, naming both PEs, both GPUs and the way out. `users` as judge_gpu_sharing takes them; `problems[pe]` what PE
+//! pe reported. The cuda backend maps every PE's heap into every other PE's GPU: each pair of GPUs needs peer access
+//! (NVLink, or PCIe peer-to-peer), and atomics on a peer's memory need the pair's native atomics.
+inline std::string judge_peer_access(const std::vector<gpu_user>& users, const std::vector<peer_problem>& problems) {
+  for (std::size_t pe = 0; pe < problems.size(); ++pe) {
+    const peer_problem& problem = problems[pe];
+    if (problem.peer < 0 || problem.path == peer_path::usable || problem.path == peer_path::not_visible) continue;
+    const gpu_user& me = users[pe];
+    const gpu_user& other = users[static_cast<std::size_t>(problem.peer)];
+    const std::string pair =
+        fmt::format("PE {} (GPU {} of node {}) and PE {} (GPU {})", me.pe, me.bus_id, me.node, other.pe, other.bus_id);
+    const std::string_view way_out =
+        "symm's cuda backend maps every PE's heap into every other PE's GPU, which needs NVLink or PCIe peer-to-peer "
+        "with native atomics between every pair of GPUs of a node. Run the PEs of a node on GPUs that have it "
+        "(nvidia-smi topo -p2p rwa shows which), on one GPU (CUDA_VISIBLE_DEVICES, several PEs per GPU under MPS), "
+        "or use the nvshmem backend (SYMM_BACKEND=nvshmem), which reaches such peers through its proxy";
+    if (problem.path == peer_path::no_peer_access) {
+      return fmt::format("{}: the driver reports no peer access between these GPUs (cudaDeviceCanAccessPeer is 0). {}",
+                         pair, way_out);
+    }
+    return fmt::format("{}: the GPUs have peer access but no native atomics between them "
+                       "(cudaDevP2PAttrNativeAtomicSupported is 0), so symm's atomics and signals on each other's "
+                       "memory would not be atomic. {}",
+                       pair, way_out);
+  }
+  return {};
+}
+
 //! The pipe directory where an MPS daemon listens for this process: CUDA_MPS_PIPE_DIRECTORY, else the default.
 inline constexpr std::string_view default_mps_pipe_directory = "/tmp/nvidia-mps";
 

@@ -82,7 +82,9 @@ public:
     char bus_id[32] = {};
     SYMM_TRY_CUDA(cudaDeviceGetPCIBusId(bus_id, static_cast<int>(sizeof(bus_id)), device_));
     pci_bus_id_ = bus_id;
-    check_gpu_sharing(boot, job);
+    const std::vector<gpu_user> users = check_gpu_sharing(boot, job);
+    // NVSHMEM reaches peers without peer access through its proxy: only symm's own mapping needs it.
+    if (source == heap_source::vmm) check_peer_access(boot, job, users);
     warn_if_lazy_module_loading(job.pe);
     // Loading symm's host-side kernels and pinning their words can wait for running kernels: do it now, before any
     // kernel of this job runs (see module_loading.hpp).
@@ -194,8 +196,9 @@ private:
   }
 
   //! Collective: every PE tells the others its node, GPU, process, the GPU's compute mode and whether MPS answers;
-  //! detail::judge_gpu_sharing says what follows. Every PE throws the same error, so none is left waiting.
-  void check_gpu_sharing(bootstrap& boot, const job_info& job) const {
+  //! detail::judge_gpu_sharing says what follows. Every PE throws the same error, so none is left waiting. Returns what
+  //! the PEs told.
+  std::vector<gpu_user> check_gpu_sharing(bootstrap& boot, const job_info& job) const {
     struct told {
       char node[max_node_name + 1];
       char bus_id[32];
@@ -223,6 +226,30 @@ private:
     if (!verdict.warning.empty() && job.source != "symmrun") {
       std::fprintf(stderr, "symm: warning: %s\n", verdict.warning.c_str());
     }
+    return users;
+  }
+
+  //! Collective, before any heap is mapped: this PE asks the driver how its GPU reaches the GPU of every other PE of
+  //! its node (peer access, native atomics), the PEs tell each other the first pair that fails, and every PE throws
+  //! the same error naming it (detail::judge_peer_access), instead of a failed mapping on some PEs or atomics that are
+  //! not atomic. A peer GPU this process does not see (CUDA_VISIBLE_DEVICES) cannot be asked about: its mapping says.
+  void check_peer_access(bootstrap& boot, const job_info& job, const std::vector<gpu_user>& users) const {
+    peer_problem mine;
+    const gpu_user& me = users[static_cast<std::size_t>(job.pe)];
+    for (const gpu_user& other : users) {
+      if (other.node != me.node || other.bus_id == me.bus_id || mine.peer >= 0) continue;
+      int peer_device = -1, access = 0, atomics = 0;
+      const bool visible = cudaDeviceGetByPCIBusId(&peer_device, other.bus_id.c_str()) == cudaSuccess;
+      if (!visible) (void) cudaGetLastError();
+      if (visible) {
+        SYMM_TRY_CUDA(cudaDeviceCanAccessPeer(&access, device_, peer_device));
+        SYMM_TRY_CUDA(cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, device_, peer_device));
+      }
+      const peer_path path = classify_peer(visible, access != 0, atomics != 0);
+      if (path != peer_path::usable && path != peer_path::not_visible) mine = {other.pe, path};
+    }
+    const std::string error = judge_peer_access(users, boot.allgather_value(mine));
+    if (!error.empty()) SYMM_THROW(errc::unsupported, "PE {}: {}", job.pe, error);
   }
   //! The cuda backend's heap: a VMM segment on this GPU, exported, exchanged and mapped by every PE.
   void map_vmm_heap(bootstrap& boot, const job_info& job, std::size_t heap_bytes) {
