@@ -5,6 +5,8 @@
 #include <symm/detail/config.hpp>
 
 #include <concepts>
+#include <type_traits>
+#include <utility>
 
 SYMM_BEGIN_NAMESPACE
 
@@ -39,9 +41,10 @@ inline constexpr bool syncs_after_bulk = !requires(const G& g) {
 
 //! `group`, whose put, get, put_nbi, get_nbi, put_signal, put_signal_nbi and device collectives synchronise it before
 //! and after, as NVSHMEM's `*_block` and `*_warp` calls do: made by symm::synced(group). Before: every thread's writes
-//! to the source are seen by the threads that copy them. After: every thread may reuse the whole source (a put), or
-//! read the whole destination (a get). A plain group skips both, so a small copy costs only its loads and stores; a
-//! port of NVSHMEM code whose threads fill the buffer and then put it together says `symm::synced(block)`.
+//! to the source are seen by the threads that copy them. After a blocking call: every thread may reuse the whole
+//! source (a put), or read the whole destination (a get); after an nbi call, every thread has issued its part, and the
+//! future's wait() still completes the transfer. A plain group skips both, so a small copy costs only its loads and
+//! stores; a port of NVSHMEM code whose threads fill the buffer and then put it together says `symm::synced(block)`.
 template <cooperating_group Group>
 class synced_group {
   static_assert(detail::syncs_after_bulk<Group>,
@@ -83,6 +86,10 @@ SYMM_HOST_DEVICE constexpr const auto& copying_group(const G& group) noexcept {
   if constexpr (is_synced_group<G>) return group.unsynced();
   else return group;
 }
+
+//! The type of copying_group(G): the future of an nbi call on a synced group is that of the group itself.
+template <class G>
+using copying_group_t = std::remove_cvref_t<decltype(copying_group(std::declval<const G&>()))>;
 
 //! The synchronisation a synced_group adds before (and, called again, after) an RMA call; nothing for other groups.
 template <class G>

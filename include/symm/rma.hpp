@@ -115,26 +115,26 @@ private:
 //! completes them. The source must stay unchanged until then.
 template <cooperating_group Group, class T, std::size_t E, class U, std::size_t E2>
   requires detail::same_element<U, T>
-[[nodiscard]] SYMM_DEVICE device_future<Group>
+[[nodiscard]] SYMM_DEVICE device_future<detail::copying_group_t<Group>>
 put_nbi(const Group& group, const pe_span<T, E>& dst, cuda::std::span<U, E2> source) {
   static_assert(!std::is_const_v<T>, "symm::put_nbi: cannot put into a pe_span<const T>: the remote data is const");
   static_assert(!detail::extents_conflict<E, E2>, "symm::put_nbi between static extents that differ");
   detail::sync_if_synced(group);
   detail::group_copy(detail::copying_group(group), dst.address(), dst.size_bytes(), source.data(), source.size_bytes());
   detail::sync_if_synced(group);
-  return device_future<Group>(group);
+  return device_future<detail::copying_group_t<Group>>(detail::copying_group(group));
 }
 
 template <cooperating_group Group, class U, std::size_t E2, class T, std::size_t E>
   requires detail::same_element<U, T>
-[[nodiscard]] SYMM_DEVICE device_future<Group>
+[[nodiscard]] SYMM_DEVICE device_future<detail::copying_group_t<Group>>
 get_nbi(const Group& group, cuda::std::span<U, E2> destination, const pe_span<T, E> src) {
   static_assert(!std::is_const_v<U>, "symm::get_nbi: the destination must be writable");
   detail::sync_if_synced(group);
   detail::group_copy(detail::copying_group(group), destination.data(), destination.size_bytes(), src.address(),
                      src.size_bytes());
   detail::sync_if_synced(group);
-  return device_future<Group>(group);
+  return device_future<detail::copying_group_t<Group>>(detail::copying_group(group));
 }
 
 SYMM_END_NAMESPACE

@@ -391,13 +391,13 @@ put_signal(const Group& group, const pe_span<T, E>& dst, cuda::std::span<U, E2> 
 //! completes it from this group's side. The signal still follows the data.
 template <cooperating_group Group, class T, std::size_t E, class U, std::size_t E2>
   requires detail::same_element<U, T>
-[[nodiscard]] SYMM_DEVICE device_future<Group>
+[[nodiscard]] SYMM_DEVICE device_future<detail::copying_group_t<Group>>
 put_signal_nbi(const Group& group, const pe_span<T, E>& dst, cuda::std::span<U, E2> source, const pe_signal& sig,
                std::uint64_t value, signal_op op) {
   detail::sync_if_synced(group);
   detail::device_put_signal(detail::copying_group(group), dst, source, sig, value, op);
   detail::sync_if_synced(group);
-  return device_future<Group>(group);
+  return device_future<detail::copying_group_t<Group>>(detail::copying_group(group));
 }
 
 SYMM_END_NAMESPACE

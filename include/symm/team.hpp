@@ -22,9 +22,11 @@ class world;
 class team_ref;
 struct team_2d;
 
-//! How many teams a PE can belong to at once besides the world: 128 (NVSHMEM's NVSHMEM_MAX_TEAMS plays this role),
-//! or SYMM_MAX_TEAMS when the program defines it before including symm (1 to 4095; the same in every PE's program).
-//! Each team holds a host barrier channel of the control page, about 270 bytes per PE.
+//! How many teams a PE can belong to at once besides the world (NVSHMEM_MAX_TEAMS's role; NVSHMEM's default is 32):
+//! 128, or SYMM_MAX_TEAMS given to every translation unit of the build (-DSYMM_MAX_TEAMS=N, 1 to 4095; the same in
+//! every PE's program). Each possible team takes a host barrier channel on every PE's control page: about 270 bytes
+//! each at 128 (a 36 KiB page), more per channel beyond. On the nvshmem backend a team with a PE reached through
+//! NVSHMEM RMA also holds an NVSHMEM team, which NVSHMEM_MAX_TEAMS limits.
 inline constexpr int max_teams = detail::max_teams;
 
 //! A set of PEs, numbered 0 to n_pes() - 1 among themselves, that barriers (and later collectives) run over: the
@@ -104,8 +106,9 @@ public:
   //! Collective over this team: the team of its PEs start, start + stride, ..., start + (size - 1) * stride (numbers
   //! in this team). PEs outside it get an invalid team. Throws errc::invalid_argument (with the values) when stride <
   //! 1, size is not in [1, n_pes()] or a PE of the new team is not in this one; errc::allocation_mismatch when the PEs
-  //! passed different arguments; errc::unsupported when a PE of the new team is already in max_teams teams.
-  //! \code
+  //! passed different arguments; errc::unsupported when the new team's PEs together already use all max_teams team
+  //! channels (each PE's teams take a channel that no other PE of the new team may use, so two PEs in 64 teams each can
+  //! exhaust 128). \code
   //!   auto odd = world.team().split_strided(1, 2, world.n_pes() / 2);
   //! \endcode
   [[nodiscard]] team split_strided(int start, int stride, int size) const {

@@ -39,6 +39,9 @@ views_kernel(symm::array_ref<int> a, symm::array_ref<const int> c, symm::array_r
   device_rma(symm::synced(cooperative_groups::tiled_partition<32>(cooperative_groups::this_thread_block())), a, c,
              fixed_c, sig, pe);
   static_assert(std::is_same_v<decltype(symm::synced(block)), std::remove_const_t<decltype(block)>>);
+  // The future of an nbi call on a synced group is the group's own.
+  using block_future = decltype(symm::put_nbi(block, symm::remote(a, pe), c.local()));
+  static_assert(std::is_same_v<block_future, symm::device_future<cooperative_groups::thread_block>>);
 }
 
 } // namespace views_ok

@@ -348,8 +348,40 @@ TEST_CASE("overlapping teams rooted at the same PE get different channels", "[te
   }));
 }
 
+TEST_CASE("team channels: a set over words of 64, and one SYMM_MAX_TEAMS per job", "[teams]") {
+  using symm::detail::channel_set;
+  constexpr auto full_but = [](int left_out) {
+    channel_set set = symm::detail::world_channel_only();
+    for (int c = 1; c <= symm::max_teams; ++c)
+      if (c != left_out) set.insert(c);
+    return set;
+  };
+  STATIC_REQUIRE(full_but(-1).first_free_team_channel() == -1);
+  STATIC_REQUIRE(full_but(-1).size() == symm::max_teams + 1);
+  STATIC_REQUIRE(channel_set{}.first_free_team_channel() == 1); // never channel 0, the world's
+  for (int c : {1, 63, 64, 65, 127, symm::max_teams}) {
+    if (c > symm::max_teams) continue;
+    CAPTURE(c);
+    CHECK(full_but(c).first_free_team_channel() == c);
+    channel_set set;
+    set.insert(c);
+    CHECK((set.contains(c) && !set.contains(c - 1) && set.size() == 1));
+    set |= full_but(c);
+    CHECK(set.first_free_team_channel() == -1);
+    set.erase(c);
+    CHECK(set.first_free_team_channel() == c);
+  }
+  // Every PE gathers every PE's value; any difference is an error on every PE, naming both values.
+  using symm::detail::max_teams_mismatch;
+  CHECK(max_teams_mismatch({128, 128, 128}, 1, 128).empty());
+  CHECK_THAT(max_teams_mismatch({128, 128, 256}, 0, 128),
+             symm_test::contains_substring("PE 0: this PE's program was built with SYMM_MAX_TEAMS = 128 and PE 2's "
+                                           "with 256"));
+  CHECK_THAT(max_teams_mismatch({128, 128, 256}, 2, 256), symm_test::contains_substring("SYMM_MAX_TEAMS = 256 and PE "
+                                                                                        "0's with 128"));
+}
+
 TEST_CASE("destroying a team frees its channel; symm::max_teams teams at once are the limit", "[teams]") {
-  STATIC_REQUIRE(symm::max_teams >= 128); // NVSHMEM's default
   REQUIRE_NOTHROW(on_pes(2, [](symm::world& world) {
     auto whole = world.team();
     for (int i = 0; i < 200; ++i) {

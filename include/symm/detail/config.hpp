@@ -9,9 +9,24 @@
 
 #include <nv/target>
 
+// How many teams a PE can belong to at once besides the world (symm::max_teams): a number from 1 to 4095, the same in
+// every translation unit and every PE's program (-DSYMM_MAX_TEAMS=N). It sizes structures the translation units share,
+// so another value than the default names the library's inline namespace after it: translation units built with
+// different values then fail to link where they pass symm types to each other, instead of disagreeing silently.
+#if !defined(SYMM_MAX_TEAMS)
+#  define SYMM_MAX_TEAMS 128
+#endif
+#define SYMM_DETAIL_CONCAT2(a, b) a##b
+#define SYMM_DETAIL_CONCAT(a, b) SYMM_DETAIL_CONCAT2(a, b)
+#if SYMM_MAX_TEAMS == 128
+#  define SYMM_ABI_NAMESPACE v0
+#else
+#  define SYMM_ABI_NAMESPACE SYMM_DETAIL_CONCAT(v0_max_teams_, SYMM_MAX_TEAMS)
+#endif
+
 #define SYMM_BEGIN_NAMESPACE                                                                                           \
   namespace symm {                                                                                                     \
-  inline namespace v0 {
+  inline namespace SYMM_ABI_NAMESPACE {
 #define SYMM_END_NAMESPACE                                                                                             \
   }                                                                                                                    \
   }

@@ -21,6 +21,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 SYMM_BEGIN_NAMESPACE
 namespace detail {
@@ -41,12 +42,9 @@ enum class collective_kind : std::uint64_t {
   finalize = 8,        //!< the world's finalize
 };
 
-//! Teams a PE can belong to at once besides the world (NVSHMEM_MAX_TEAMS's role): each live team takes one host
-//! barrier channel of the control page, channel 0 being the world's. 128 unless the program defines SYMM_MAX_TEAMS
-//! before including symm; every PE of a job must use the same value (world creation checks it).
-#ifndef SYMM_MAX_TEAMS
-#  define SYMM_MAX_TEAMS 128
-#endif
+//! Teams a PE can belong to at once besides the world: each live team takes one host barrier channel of the control
+//! page, channel 0 being the world's. SYMM_MAX_TEAMS (config.hpp: 128 unless defined for the build); every PE of a job
+//! must use the same value (world creation checks it).
 inline constexpr int max_teams = SYMM_MAX_TEAMS;
 static_assert(max_teams >= 1 && max_teams <= 4095, "SYMM_MAX_TEAMS must be in [1, 4095]");
 //! Host barrier channels: the world's and one per team.
@@ -99,6 +97,9 @@ struct collective_request {
   channel_set channels;        //!< not compared: the host barrier channels of the teams this PE belongs to
   std::uint64_t unwinding = 0; //!< not compared: 1 for a release made while an exception propagates on this PE
 };
+// Requests travel as bytes, through control pages and sockets (net_coordination.hpp).
+static_assert(std::is_trivially_copyable_v<collective_request> &&
+              std::has_unique_object_representations_v<collective_request>);
 
 //! A centralized sense-reversing barrier: arrivals count up, the last one bumps the generation and wakes sleepers.
 struct alignas(64) barrier_channel {

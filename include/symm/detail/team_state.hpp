@@ -166,7 +166,7 @@ inline int free_channel(const channel_set& used) noexcept {
   SYMM_THROW(errc::unsupported,
              "PE {}: {}: no host barrier channel is free for the new team (world PEs {}): each of the {} team "
              "channels is used by a team that one of its PEs belongs to (a PE can be in at most {} teams at once "
-             "besides the world; SYMM_MAX_TEAMS, defined before including symm, changes that). Destroy teams that are "
+             "besides the world; -DSYMM_MAX_TEAMS=N for the whole build changes that). Destroy teams that are "
              "no longer needed. Teams of each PE:{}",
              w.my_pe(), what, list_pes(pes), max_teams, max_teams, table);
 }

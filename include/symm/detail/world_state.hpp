@@ -144,18 +144,23 @@ inline std::string describe(const collective_request& r) {
   return fmt::format("collective operation #{}: nothing", r.sequence);
 }
 
-//! Every PE's control page has the layout of its program's SYMM_MAX_TEAMS: a job whose programs were built with
-//! different values is refused on every PE before any page is mapped.
-inline void require_same_max_teams(bootstrap& boot, int me) {
-  const std::vector<std::int32_t> all = boot.allgather_value(std::int32_t{max_teams});
+//! Every PE's control page has the layout of its program's SYMM_MAX_TEAMS: given every PE's value (`all`), the error
+//! of PE `me` when some PE's differs from its own, else empty. Every PE finds one when any does.
+inline std::string max_teams_mismatch(const std::vector<std::int32_t>& all, int me, std::int32_t mine = max_teams) {
   for (std::size_t pe = 0; pe < all.size(); ++pe) {
-    if (all[pe] != max_teams) {
-      SYMM_THROW(errc::invalid_argument,
-                 "PE {}: this PE's program was built with SYMM_MAX_TEAMS = {} and PE {}'s with {}: every PE of a job "
-                 "must use the same value (it sizes the control page that the PEs share)",
-                 me, max_teams, pe, all[pe]);
+    if (all[pe] != mine) {
+      return fmt::format("PE {}: this PE's program was built with SYMM_MAX_TEAMS = {} and PE {}'s with {}: every PE "
+                         "of a job must use the same value (it sizes the control page that the PEs share)",
+                         me, mine, pe, all[pe]);
     }
   }
+  return {};
+}
+
+//! Collective, before any control page is mapped: a job whose programs differ in SYMM_MAX_TEAMS is refused on every PE.
+inline void require_same_max_teams(bootstrap& boot, int me) {
+  const std::string error = max_teams_mismatch(boot.allgather_value(std::int32_t{max_teams}), me);
+  if (!error.empty()) SYMM_THROW(errc::invalid_argument, "{}", error);
 }
 
 class world_state {
