@@ -3,8 +3,15 @@
 #include <symm/detail/job_layout.hpp>
 #include <symm/symm.hpp>
 
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -440,4 +447,36 @@ TEST_CASE("peer access: every pair of GPUs of a node needs peer access and nativ
   CHECK_THAT(judge_peer_access(users, problems),
              contains_substring("PE 3 (GPU 0000:3b:00.0 of node a) and PE 0 (GPU 0000:18:00.0): the driver reports no "
                                 "peer access between these GPUs (cudaDeviceCanAccessPeer is 0)"));
+}
+
+TEST_CASE("MPS: a daemon answers only where its control socket accepts a connection", "[world][device]") {
+  char dir_template[] = "/tmp/symm-mps-test.XXXXXX";
+  const char* dir = ::mkdtemp(dir_template);
+  REQUIRE(dir != nullptr);
+  const std::string control = std::string(dir) + "/control";
+  const scoped_env pipe_directory({{"CUDA_MPS_PIPE_DIRECTORY", dir}});
+  using symm::detail::mps_daemon_reachable;
+  CHECK_FALSE(mps_daemon_reachable()); // no socket
+
+  const int listener = ::socket(AF_UNIX, SOCK_SEQPACKET, 0); // as the MPS control daemon's
+  REQUIRE(listener >= 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, control.c_str(), control.size() + 1);
+  REQUIRE(::bind(listener, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0);
+  REQUIRE(::listen(listener, 4) == 0);
+  CHECK(mps_daemon_reachable()); // a daemon listens
+
+  ::close(listener); // what `echo quit | nvidia-cuda-mps-control` leaves: the socket file, no daemon
+  struct stat info {};
+  REQUIRE(::stat(control.c_str(), &info) == 0);
+  CHECK_FALSE(mps_daemon_reachable());
+
+  ::unlink(control.c_str());
+  std::FILE* plain = std::fopen(control.c_str(), "w"); // a plain file of that name is no socket
+  REQUIRE(plain != nullptr);
+  std::fclose(plain);
+  CHECK_FALSE(mps_daemon_reachable());
+  ::unlink(control.c_str());
+  ::rmdir(dir);
 }

@@ -19,12 +19,17 @@
 #include <symm/detail/env.hpp>
 #include <symm/error.hpp>
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -221,13 +226,25 @@ inline std::string judge_peer_access(const std::vector<gpu_user>& users, const s
 //! The pipe directory where an MPS daemon listens for this process: CUDA_MPS_PIPE_DIRECTORY, else the default.
 inline constexpr std::string_view default_mps_pipe_directory = "/tmp/nvidia-mps";
 
-//! Whether an MPS daemon is reachable: its control socket is where this process's CUDA runtime will look.
+//! Whether an MPS daemon answers where this process's CUDA runtime will look: its control socket (a SOCK_SEQPACKET
+//! socket) accepts a connection, or refuses only our socket type. The socket file alone says nothing: a daemon told to
+//! quit leaves it behind, and connecting to it is then refused (checked on an H100 with the driver's MPS).
 inline bool mps_daemon_reachable() {
   const char* dir = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
   const std::string control =
       fmt::format("{}/control", dir != nullptr && dir[0] != '\0' ? std::string_view(dir) : default_mps_pipe_directory);
   struct stat info {};
-  return ::stat(control.c_str(), &info) == 0 && S_ISSOCK(info.st_mode);
+  if (::stat(control.c_str(), &info) != 0 || !S_ISSOCK(info.st_mode)) return false;
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (control.size() >= sizeof(address.sun_path)) return true; // too long to connect to by name: trust the file
+  std::memcpy(address.sun_path, control.c_str(), control.size() + 1);
+  const int socket_fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (socket_fd < 0) return true; // cannot ask: trust the file
+  const bool answers = ::connect(socket_fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0 ||
+                       errno == EPROTOTYPE; // someone listens, on another socket type
+  ::close(socket_fd);
+  return answers;
 }
 
 } // namespace detail
