@@ -45,6 +45,7 @@
 #include <symm/symmetric.hpp>
 #include <symm/team.hpp>
 
+#include <cstdio>
 #include <type_traits>
 #include <utility>
 
@@ -315,9 +316,14 @@ stream_collective_entry(cudaStream_t stream, const team& t, const Dst& dst, cons
   // A team PE that this GPU reaches only through NVSHMEM RMA: NVSHMEM's collective (detail/backend/nvshmem/).
   if (s.rma_peer()) return nvshmem_stream_collective<C>(stream, s, d, s_, op, root);
 #  endif
-  const collective_body<C, T, Op> body{t.ref(), d, s_, op, root, use_two_shot(C, d.bytes(), d.offset == s_.offset)};
-  collective_stream_kernel<<<collective_stream_blocks(d.bytes() + s_.bytes()), collective_stream_threads, 0, stream>>>(
-      body, w.collective_flags_offset());
+  const collective_plan plan =
+      plan_stream_collective(C, d.bytes(), s_.bytes(), d.offset == s_.offset, w.collective_block_limit(), w.tuning());
+  if (w.tuning().debug && w.my_pe() == 0 &&
+      w.plan_changed(static_cast<int>(C), std::uint64_t{plan.blocks} << 1 | std::uint64_t{plan.two_shot})) {
+    std::fprintf(stderr, "symm: debug: %s\n", describe_plan(C, plan, d.bytes(), s.pes().size).c_str());
+  }
+  const collective_body<C, T, Op> body{t.ref(), d, s_, op, root, plan.two_shot};
+  collective_stream_kernel<<<plan.blocks, plan.threads, 0, stream>>>(body, w.collective_flags_offset());
   SYMM_TRY_CUDA(cudaGetLastError());
   return future<>(std::make_shared<stream_completion>(stream));
 }

@@ -3,6 +3,7 @@
 // processes and as threads, 1 element to 64 MiB, one-shot and two-shot, in place; each result is checked against a
 // sequential reference computed from every PE's fresh random input. Then the argument checks and their messages.
 #include <symm/collectives.hpp>
+#include <symm/detail/device_choice.hpp>
 #include <symm/symm.hpp>
 
 #include <cuda/functional>
@@ -13,6 +14,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <type_traits>
 
 #include "../pe_check.hpp"
@@ -454,4 +456,76 @@ TEST_CASE("collectives check their arguments and the PEs' calls", "[collectives]
       symm::allreduce(pair, two, two, symm::plus{}); // still works after all of the above
     }
   }));
+}
+
+TEST_CASE("stream collectives: one plan per call, from the sizes, the GPUs and the environment", "[collectives]["
+                                                                                                 "plan]") {
+  using symm::detail::algorithm_choice;
+  using symm::detail::collective_block_limit;
+  using symm::detail::collective_id;
+  using symm::detail::collective_tuning;
+  using symm::detail::plan_stream_collective;
+  constexpr std::size_t KiB = 1024, MiB = KiB * KiB;
+
+  // What every PE can keep resident: one block per SM of the smallest GPU, shared by the PEs of the busiest GPU.
+  STATIC_REQUIRE(collective_block_limit(132, 2) == 66);  // 2 PEs on one H100
+  STATIC_REQUIRE(collective_block_limit(132, 8) == 16);  // 8 PEs on one H100
+  STATIC_REQUIRE(collective_block_limit(132, 1) == 128); // a PE per GPU: every flag channel
+  STATIC_REQUIRE(collective_block_limit(4, 8) == 1);
+  using symm::detail::gpu_user;
+  CHECK(symm::detail::max_pes_per_gpu({}) == 1);
+  CHECK(symm::detail::max_pes_per_gpu(
+            {{0, "a", "0000:18:00.0", 1},
+             {1, "a", "0000:3b:00.0", 2},
+             {2, "a", "0000:18:00.0", 3},
+             {3, "b", "0000:18:00.0", 4}}) == 2);
+
+  // Blocks: one per 4 KiB of dst + src, at most 64 unless SYMM_COLLECTIVE_BLOCKS asks, never past what is resident.
+  STATIC_REQUIRE(plan_stream_collective(collective_id::fcollect, 2 * KiB, 1 * KiB, false, 66).blocks == 1);
+  STATIC_REQUIRE(plan_stream_collective(collective_id::fcollect, 64 * KiB, 32 * KiB, false, 66).blocks == 24);
+  STATIC_REQUIRE(plan_stream_collective(collective_id::fcollect, 128 * MiB, 64 * MiB, false, 66).blocks == 64);
+  STATIC_REQUIRE(plan_stream_collective(collective_id::fcollect, 128 * MiB, 64 * MiB, false, 16).blocks == 16);
+  constexpr collective_tuning sixty_four{algorithm_choice::automatic, 64};
+  STATIC_REQUIRE(plan_stream_collective(collective_id::alltoall, 4 * KiB, 4 * KiB, false, 66, sixty_four).blocks == 64);
+  STATIC_REQUIRE(plan_stream_collective(collective_id::alltoall, 4 * KiB, 4 * KiB, false, 16, sixty_four).blocks == 16);
+
+  // Algorithm: one-shot up to 64 KiB per PE, two-shot above and always for an allreduce in place; the override holds
+  // only where it is safe and the kind has both.
+  STATIC_REQUIRE(!plan_stream_collective(collective_id::allreduce, 64 * KiB, 64 * KiB, false, 66).two_shot);
+  STATIC_REQUIRE(plan_stream_collective(collective_id::allreduce, 64 * KiB + 16, 64 * KiB + 16, false, 66).two_shot);
+  STATIC_REQUIRE(plan_stream_collective(collective_id::allreduce, 4 * KiB, 4 * KiB, true, 66).two_shot);
+  constexpr collective_tuning one_shot{algorithm_choice::one_shot, 0};
+  constexpr collective_tuning two_shot{algorithm_choice::two_shot, 0};
+  STATIC_REQUIRE(!plan_stream_collective(collective_id::broadcast, 8 * MiB, 8 * MiB, false, 66, one_shot).two_shot);
+  STATIC_REQUIRE(plan_stream_collective(collective_id::allreduce, 4 * KiB, 4 * KiB, true, 66, one_shot).two_shot);
+  STATIC_REQUIRE(plan_stream_collective(collective_id::reduce, 4 * KiB, 4 * KiB, false, 66, two_shot).two_shot);
+  STATIC_REQUIRE(!plan_stream_collective(collective_id::fcollect, 8 * MiB, 1 * MiB, false, 66, two_shot).two_shot);
+  CHECK(symm::detail::describe_plan(
+            collective_id::allreduce, plan_stream_collective(collective_id::allreduce, 1 * MiB, 1 * MiB, false, 66),
+            1 * MiB, 2) == "symm::allreduce on a stream, 1048576 bytes of dst on 2 PEs: two-shot, 64 blocks x 512 "
+                           "threads");
+
+  // The environment: read once per world, checked on every PE alike.
+  {
+    const symm_test::scoped_env env(
+        {{"SYMM_COLLECTIVE_ALGORITHM", "two_shot"}, {"SYMM_COLLECTIVE_BLOCKS", "32"}, {"SYMM_DEBUG", "1"}});
+    const collective_tuning t = symm::detail::collective_tuning_from_env(0);
+    CHECK((t.algorithm == algorithm_choice::two_shot && t.blocks == 32 && t.debug));
+  }
+  for (auto [name, value, expected] :
+       {std::tuple{"SYMM_COLLECTIVE_BLOCKS", "129",
+                   "SYMM_COLLECTIVE_BLOCKS=129 is not a block count from 0 (chosen) "
+                   "to 128"},
+        std::tuple{"SYMM_COLLECTIVE_BLOCKS", "lots", "SYMM_COLLECTIVE_BLOCKS=lots"},
+        std::tuple{"SYMM_COLLECTIVE_ALGORITHM", "ring",
+                   "SYMM_COLLECTIVE_ALGORITHM=ring is not auto, one_shot or "
+                   "two_shot"}}) {
+    CAPTURE(name, value);
+    const symm_test::scoped_env env({{name, value}});
+    PE_REQUIRE_ERROR((void) symm::detail::collective_tuning_from_env(3), symm::errc::environment, "PE 3", expected);
+  }
+  CHECK(symm::detail::collective_tuning_mismatch({5, 5, 5}, 1).empty());
+  CHECK_THAT(symm::detail::collective_tuning_mismatch({5, 5, 7}, 0),
+             symm_test::contains_substring("PE 0: SYMM_COLLECTIVE_ALGORITHM / SYMM_COLLECTIVE_BLOCKS differ between "
+                                           "this PE and PE 2"));
 }

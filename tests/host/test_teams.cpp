@@ -377,8 +377,9 @@ TEST_CASE("team channels: a set over words of 64, and one SYMM_MAX_TEAMS per job
   CHECK_THAT(max_teams_mismatch({128, 128, 256}, 0, 128),
              symm_test::contains_substring("PE 0: this PE's program was built with SYMM_MAX_TEAMS = 128 and PE 2's "
                                            "with 256"));
-  CHECK_THAT(max_teams_mismatch({128, 128, 256}, 2, 256), symm_test::contains_substring("SYMM_MAX_TEAMS = 256 and PE "
-                                                                                        "0's with 128"));
+  CHECK_THAT(max_teams_mismatch({128, 128, 256}, 2, 256),
+             symm_test::contains_substring("SYMM_MAX_TEAMS = 256 and PE "
+                                           "0's with 128"));
 }
 
 TEST_CASE("destroying a team frees its channel; symm::max_teams teams at once are the limit", "[teams]") {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <symm/detail/collective_common.hpp>
+#include <symm/detail/collective_plan.hpp>
 
 #if SYMM_CUDA_COMPILATION()
 #  include <symm/detail/backend/nvshmem/collectives.hpp>
@@ -230,8 +231,6 @@ SYMM_DEVICE void collective_flags_round(const Group& group, const team_ref& t, s
                      "streams?)");
 }
 
-inline constexpr unsigned collective_stream_threads = 512;
-
 //! The kernel of a host-issued collective: block b of each PE handles its share of the data (the grid's threads share
 //! the work) between two barrier rounds on channel b of symm's collective flags. Once this PE's kernel has ended,
 //! every block of every PE of the team has passed its exit round: the data is complete, and every src was read.
@@ -244,14 +243,6 @@ __global__ void __launch_bounds__(collective_stream_threads)
   body(blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x);
   // Stores into peers (pushes()) are completed by the round's release fence, cumulative through its block barrier.
   collective_flags_round(block, body.team, flags_offset, channel);
-}
-
-//! Blocks of the stream kernel for a collective whose buffers hold `bytes` in all: one per 256 KiB, at most one per
-//! channel of symm's collective flags. A function of the sizes only, so that every PE launches as many.
-constexpr unsigned collective_stream_blocks(std::size_t bytes) noexcept {
-  const std::size_t blocks = (bytes + (std::size_t{256} << 10) - 1) / (std::size_t{256} << 10);
-  const auto most = static_cast<std::size_t>(world_state::collective_flag_channels);
-  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > most ? most : blocks);
 }
 
 } // namespace detail

@@ -170,6 +170,18 @@ inline gpu_sharing judge_gpu_sharing(const std::vector<gpu_user>& users, int me)
   return verdict;
 }
 
+//! The most PEs that use one GPU (same node and bus id), at least 1.
+inline unsigned max_pes_per_gpu(const std::vector<gpu_user>& users) {
+  unsigned most = 1;
+  for (const gpu_user& u : users) {
+    const auto on_it = std::count_if(users.begin(), users.end(), [&](const gpu_user& v) {
+      return v.node == u.node && v.bus_id == u.bus_id;
+    });
+    most = std::max(most, static_cast<unsigned>(on_it));
+  }
+  return most;
+}
+
 //! How one PE's process can reach another PE's GPU on its node (cuda_heap asks the driver; judge_peer_access decides).
 enum class peer_path : std::uint8_t {
   usable = 0,            //!< the same GPU, or peer access with native atomics

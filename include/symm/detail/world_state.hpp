@@ -7,6 +7,7 @@
 #include <symm/detail/backend/host/copy_engine.hpp>
 #include <symm/detail/backend/host/host_heap.hpp>
 #include <symm/detail/bootstrap/bootstrap.hpp>
+#include <symm/detail/collective_tuning.hpp>
 #include <symm/detail/control_segment.hpp>
 #include <symm/detail/heap_allocator.hpp>
 #include <symm/detail/job_layout.hpp>
@@ -157,10 +158,26 @@ inline std::string max_teams_mismatch(const std::vector<std::int32_t>& all, int 
   return {};
 }
 
-//! Collective, before any control page is mapped: a job whose programs differ in SYMM_MAX_TEAMS is refused on every PE.
-inline void require_same_max_teams(bootstrap& boot, int me) {
-  const std::string error = max_teams_mismatch(boot.allgather_value(std::int32_t{max_teams}), me);
-  if (!error.empty()) SYMM_THROW(errc::invalid_argument, "{}", error);
+//! Collective, before any control page is mapped: a job whose programs differ in SYMM_MAX_TEAMS, or whose PEs were
+//! given different collective tunings, is refused on every PE.
+inline void require_same_build_and_tuning(bootstrap& boot, int me, const collective_tuning& tuning) {
+  struct told {
+    std::int32_t max_teams;
+    std::uint32_t tuning;
+  };
+  const std::vector<told> all = boot.allgather_value(told{max_teams, tuning.agreed()});
+  std::vector<std::int32_t> teams;
+  std::vector<std::uint32_t> tunings;
+  for (const told& t : all) {
+    teams.push_back(t.max_teams);
+    tunings.push_back(t.tuning);
+  }
+  if (const std::string problem = max_teams_mismatch(teams, me); !problem.empty()) {
+    SYMM_THROW(errc::invalid_argument, "{}", problem);
+  }
+  if (const std::string problem = collective_tuning_mismatch(tunings, me); !problem.empty()) {
+    SYMM_THROW(errc::environment, "{}", problem);
+  }
 }
 
 class world_state {
@@ -179,7 +196,8 @@ public:
     barrier_bound_ = wait_bound_from_env("SYMM_BARRIER_TIMEOUT_MS", std::chrono::milliseconds(0));
     boot_ = std::make_unique<bootstrap>(job_, timeout);
     job_layout layout = detect_layout(*boot_);
-    require_same_max_teams(*boot_, job_.pe);
+    tuning_ = collective_tuning_from_env(job_.pe);
+    require_same_build_and_tuning(*boot_, job_.pe, tuning_);
     // The node's PE count as every PE found it: a launcher that gives no local size (Slurm) left the job size there.
     // A launcher that gives no local rank left the global one, which on a second node is no local rank at all.
     job_.local_n_pes = pes_on_node(layout, job_.pe);
@@ -348,6 +366,25 @@ public:
     return *allocator_;
   }
   //! Offset of symm's own block (device barrier flags) in every heap.
+  //! What SYMM_COLLECTIVE_ALGORITHM, SYMM_COLLECTIVE_BLOCKS and SYMM_DEBUG asked for (the same on every PE).
+  [[nodiscard]] const collective_tuning& tuning() const noexcept {
+    return tuning_;
+  }
+  //! Blocks of a stream collective's kernel that every PE can keep resident at once (detail::collective_block_limit).
+  [[nodiscard]] unsigned collective_block_limit() const noexcept {
+#if SYMM_CUDA_BACKEND()
+    if (cuda_) return cuda_->collective_block_limit();
+#endif
+    return 1;
+  }
+  //! SYMM_DEBUG: whether the plan `key` of collective kind `kind` differs from the one printed last (and remember it).
+  bool plan_changed(int kind, std::uint64_t key) noexcept {
+    std::uint64_t& last = last_plan_[static_cast<std::size_t>(kind) % std::size(last_plan_)];
+    if (last == key) return false;
+    last = key;
+    return true;
+  }
+
   [[nodiscard]] std::size_t system_offset() const noexcept {
     return system_offset_;
   }
@@ -370,7 +407,7 @@ public:
   [[nodiscard]] std::size_t collective_flags_offset() const noexcept {
     return system_offset_ + system_area_bytes(job_.n_pes) - collective_flags_bytes(job_.n_pes);
   }
-  static constexpr int collective_flag_channels = 16;
+  static constexpr int collective_flag_channels = static_cast<int>(max_collective_blocks);
   static constexpr std::size_t collective_flags_bytes(int n_pes) noexcept {
     return static_cast<std::size_t>(collective_flag_channels) * 2 * static_cast<std::size_t>(n_pes) *
            sizeof(std::uint64_t);
@@ -721,6 +758,8 @@ private:
   std::uint64_t collective_sequence_ = 0;
   channel_set team_channels_ = world_channel_only();
   std::size_t system_offset_ = 0;
+  collective_tuning tuning_;
+  std::uint64_t last_plan_[8] = {};               // per collective kind, the plan SYMM_DEBUG printed last (0: none yet)
   std::chrono::milliseconds collective_bound_{0}; // 0: none
   std::chrono::milliseconds barrier_bound_{0};
   bool releasing_while_unwinding_ = false; // set by release_collectively around a release made while unwinding

@@ -9,6 +9,7 @@
 #include <symm/detail/backend/cuda/vmm_segment.hpp>
 #include <symm/detail/backend/nvshmem/nvshmem_heap.hpp>
 #include <symm/detail/bootstrap/bootstrap.hpp>
+#include <symm/detail/collective_tuning.hpp>
 #include <symm/detail/completion.hpp>
 #include <symm/detail/device_choice.hpp>
 #include <symm/detail/env.hpp>
@@ -145,6 +146,10 @@ public:
   [[nodiscard]] const std::string& device_reason() const noexcept {
     return device_reason_;
   }
+  //! Blocks of a stream collective's kernel every PE can keep resident at once (detail::collective_block_limit).
+  [[nodiscard]] unsigned collective_block_limit() const noexcept {
+    return collective_block_limit_;
+  }
   //! The stream host-side operations without a stream argument use (non-blocking with respect to stream 0).
   [[nodiscard]] cudaStream_t stream() const noexcept {
     return stream_;
@@ -198,11 +203,12 @@ private:
   //! Collective: every PE tells the others its node, GPU, process, the GPU's compute mode and whether MPS answers;
   //! detail::judge_gpu_sharing says what follows. Every PE throws the same error, so none is left waiting. Returns what
   //! the PEs told.
-  std::vector<gpu_user> check_gpu_sharing(bootstrap& boot, const job_info& job) const {
+  std::vector<gpu_user> check_gpu_sharing(bootstrap& boot, const job_info& job) {
     struct told {
       char node[max_node_name + 1];
       char bus_id[32];
       std::uint32_t pid;
+      std::uint32_t sm_count;
       std::uint8_t exclusive, mps;
     } mine{};
     const std::string node = node_name(job.pe);
@@ -213,13 +219,19 @@ private:
     SYMM_TRY_CUDA(cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, device_));
     mine.exclusive = mode == cudaComputeModeExclusiveProcess;
     mine.mps = mps_daemon_reachable();
+    int sm_count = 0;
+    SYMM_TRY_CUDA(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device_));
+    mine.sm_count = static_cast<std::uint32_t>(sm_count);
     const auto all = boot.allgather_value(mine);
     std::vector<gpu_user> users;
+    unsigned min_sm_count = mine.sm_count;
     for (std::size_t pe = 0; pe < all.size(); ++pe) {
       users.push_back({static_cast<int>(pe), std::string(all[pe].node, strnlen(all[pe].node, sizeof(all[pe].node))),
                        std::string(all[pe].bus_id, strnlen(all[pe].bus_id, sizeof(all[pe].bus_id))), all[pe].pid,
                        all[pe].exclusive != 0, all[pe].mps != 0});
+      min_sm_count = std::min(min_sm_count, all[pe].sm_count);
     }
+    collective_block_limit_ = detail::collective_block_limit(min_sm_count, max_pes_per_gpu(users));
     const gpu_sharing verdict = judge_gpu_sharing(users, job.pe);
     if (!verdict.error.empty()) SYMM_THROW(errc::unsupported, "PE {}: {}", job.pe, verdict.error);
     // symmrun has said the same before starting the PEs.
@@ -248,8 +260,8 @@ private:
       const peer_path path = classify_peer(visible, access != 0, atomics != 0);
       if (path != peer_path::usable && path != peer_path::not_visible) mine = {other.pe, path};
     }
-    const std::string error = judge_peer_access(users, boot.allgather_value(mine));
-    if (!error.empty()) SYMM_THROW(errc::unsupported, "PE {}: {}", job.pe, error);
+    const std::string problem = judge_peer_access(users, boot.allgather_value(mine));
+    if (!problem.empty()) SYMM_THROW(errc::unsupported, "PE {}: {}", job.pe, problem);
   }
   //! The cuda backend's heap: a VMM segment on this GPU, exported, exchanged and mapped by every PE.
   void map_vmm_heap(bootstrap& boot, const job_info& job, std::size_t heap_bytes) {
@@ -288,6 +300,7 @@ private:
   std::vector<std::byte*> bases_;
   std::byte** device_table_ = nullptr;
   std::size_t heap_bytes_ = 0;
+  unsigned collective_block_limit_ = 1;
 #if SYMM_NVSHMEM_BACKEND()
   std::optional<nvshmem_heap> nvshmem_;
 #endif

@@ -1,0 +1,78 @@
+// symm/detail/collective_plan.hpp: how a collective on a stream runs — its algorithm and its kernel's shape — chosen in
+// one place, as a pure function of the call (kind, sizes, in place), of what the world knows of its GPUs (how many
+// blocks every PE can keep resident at once) and of the environment's overrides, so that every PE chooses alike and
+// the choice is tested on the CPU (tests/host/test_collectives.cpp).
+#pragma once
+
+#include <symm/detail/collective_common.hpp>
+#include <symm/detail/collective_tuning.hpp>
+#include <symm/detail/config.hpp>
+
+#include <fmt/format.h>
+
+#include <cstddef>
+#include <string>
+
+SYMM_BEGIN_NAMESPACE
+namespace detail {
+
+//! Threads per block of the stream collectives' kernel.
+inline constexpr unsigned collective_stream_threads = 512;
+//! Bytes of dst plus src per block of the stream kernel, before the caps, and the most blocks it takes by default.
+//! Measured on an H100 (2 PEs under MPS, fcollect, alltoall and allreduce of 64 KiB to 256 MiB against bench_raw's
+//! best): 16 blocks of 256 KiB each were 1.10-1.59x raw's time; 32 blocks 0.90-1.23x; 64 blocks 0.88-1.21x and the
+//! best from 2 MiB up, 32 the best at 64 KiB. 4 KiB per block gives about 24 blocks at 64 KiB and 64 from 256 KiB up.
+inline constexpr std::size_t collective_bytes_per_block = std::size_t{4} << 10;
+inline constexpr unsigned collective_default_max_blocks = 64;
+
+struct collective_plan {
+  bool two_shot = false; //!< the two-shot algorithm (allreduce, broadcast, reduce), else one-shot or direct
+  unsigned blocks = 1;   //!< blocks of the stream kernel: one channel of symm's collective flags each
+  unsigned threads = collective_stream_threads;
+
+  friend constexpr bool operator==(const collective_plan&, const collective_plan&) = default;
+};
+
+//! Whether the kind has a two-shot algorithm at all.
+constexpr bool has_two_shot(collective_id c) noexcept {
+  return c == collective_id::allreduce || c == collective_id::broadcast || c == collective_id::reduce;
+}
+
+//! The plan of a stream collective whose dst holds `dst_bytes` and src `src_bytes` (`in_place`: the same array), when
+//! every PE can keep `resident_blocks` blocks of the kernel running at once (detail::collective_block_limit). Every
+//! block of a PE waits for the same block of its peers, so no PE may launch more than can be resident beside the
+//! other PEs on its GPU; within that, one block per 4 KiB, at most collective_default_max_blocks unless
+//! SYMM_COLLECTIVE_BLOCKS says otherwise. The algorithm: two-shot above collective_one_shot_max_bytes per PE (and
+//! always for an allreduce in place, whose one-shot form would overwrite data that peers still read), unless
+//! SYMM_COLLECTIVE_ALGORITHM says otherwise where that is safe.
+constexpr collective_plan plan_stream_collective(collective_id c, std::size_t dst_bytes, std::size_t src_bytes,
+                                                 bool in_place, unsigned resident_blocks,
+                                                 const collective_tuning& tuning = {}) noexcept {
+  collective_plan plan;
+  plan.two_shot = use_two_shot(c, dst_bytes, in_place);
+  const bool must_two_shot = in_place && c == collective_id::allreduce;
+  if (tuning.algorithm == algorithm_choice::one_shot && !must_two_shot) plan.two_shot = false;
+  if (tuning.algorithm == algorithm_choice::two_shot && has_two_shot(c)) plan.two_shot = true;
+
+  const unsigned limit = resident_blocks < 1                       ? 1
+                         : resident_blocks > max_collective_blocks ? max_collective_blocks
+                                                                   : resident_blocks;
+  const std::size_t by_size = (dst_bytes + src_bytes + collective_bytes_per_block - 1) / collective_bytes_per_block;
+  std::size_t blocks = tuning.blocks != 0 ? tuning.blocks
+                       : by_size < collective_default_max_blocks ? by_size
+                                                                 : collective_default_max_blocks;
+  if (blocks < 1) blocks = 1;
+  plan.blocks = static_cast<unsigned>(blocks < limit ? blocks : limit);
+  return plan;
+}
+
+//! The plan in words, for SYMM_DEBUG.
+inline std::string describe_plan(collective_id c, const collective_plan& plan, std::size_t dst_bytes, int n_pes) {
+  const bool two_shot_kind = has_two_shot(c);
+  return fmt::format("{} on a stream, {} bytes of dst on {} PEs: {}{} blocks x {} threads", collective_name(c), dst_bytes,
+                     n_pes, two_shot_kind ? (plan.two_shot ? "two-shot, " : "one-shot, ") : "", plan.blocks,
+                     plan.threads);
+}
+
+} // namespace detail
+SYMM_END_NAMESPACE
