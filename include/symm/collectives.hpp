@@ -318,8 +318,8 @@ stream_collective_entry(cudaStream_t stream, const team& t, const Dst& dst, cons
 #  endif
   const collective_plan plan =
       plan_stream_collective(C, d.bytes(), s_.bytes(), d.offset == s_.offset, w.collective_block_limit(), w.tuning());
-  if (w.tuning().debug && w.my_pe() == 0 &&
-      w.plan_changed(static_cast<int>(C), std::uint64_t{plan.blocks} << 1 | std::uint64_t{plan.two_shot})) {
+  if (w.tuning().debug && s.my_index() == 0 &&
+      w.plan_is_new(static_cast<int>(C), s.pes().size, std::uint64_t{plan.blocks} << 1 | std::uint64_t{plan.two_shot})) {
     std::fprintf(stderr, "symm: debug: %s\n", describe_plan(C, plan, d.bytes(), s.pes().size).c_str());
   }
   const collective_body<C, T, Op> body{t.ref(), d, s_, op, root, plan.two_shot};

@@ -458,8 +458,9 @@ TEST_CASE("collectives check their arguments and the PEs' calls", "[collectives]
   }));
 }
 
-TEST_CASE("stream collectives: one plan per call, from the sizes, the GPUs and the environment", "[collectives]["
-                                                                                                 "plan]") {
+TEST_CASE("stream collectives: one plan per call, from the sizes, the GPUs and the environment",
+          "[collectives]["
+          "plan]") {
   using symm::detail::algorithm_choice;
   using symm::detail::collective_block_limit;
   using symm::detail::collective_id;
@@ -509,8 +510,9 @@ TEST_CASE("stream collectives: one plan per call, from the sizes, the GPUs and t
   {
     const symm_test::scoped_env env(
         {{"SYMM_COLLECTIVE_ALGORITHM", "two_shot"}, {"SYMM_COLLECTIVE_BLOCKS", "32"}, {"SYMM_DEBUG", "1"}});
-    const collective_tuning t = symm::detail::collective_tuning_from_env(0);
-    CHECK((t.algorithm == algorithm_choice::two_shot && t.blocks == 32 && t.debug));
+    std::string problem;
+    const collective_tuning t = symm::detail::collective_tuning_from_env(0, problem);
+    CHECK((t.algorithm == algorithm_choice::two_shot && t.blocks == 32 && t.debug && problem.empty()));
   }
   for (auto [name, value, expected] :
        {std::tuple{"SYMM_COLLECTIVE_BLOCKS", "129",
@@ -522,9 +524,15 @@ TEST_CASE("stream collectives: one plan per call, from the sizes, the GPUs and t
                    "two_shot"}}) {
     CAPTURE(name, value);
     const symm_test::scoped_env env({{name, value}});
-    PE_REQUIRE_ERROR((void) symm::detail::collective_tuning_from_env(3), symm::errc::environment, "PE 3", expected);
+    std::string problem;
+    (void) symm::detail::collective_tuning_from_env(3, problem);
+    CHECK_THAT(problem, symm_test::contains_substring(std::string("PE 3: ") + expected));
   }
   CHECK(symm::detail::collective_tuning_mismatch({5, 5, 5}, 1).empty());
+  // A PE that refused its variables: every other PE names it (it throws its own message).
+  CHECK_THAT(symm::detail::collective_tuning_mismatch({5, symm::detail::refused_tuning, 5}, 2),
+             symm_test::contains_substring("PE 2: PE 1 refused its SYMM_COLLECTIVE_ALGORITHM or "
+                                           "SYMM_COLLECTIVE_BLOCKS"));
   CHECK_THAT(symm::detail::collective_tuning_mismatch({5, 5, 7}, 0),
              symm_test::contains_substring("PE 0: SYMM_COLLECTIVE_ALGORITHM / SYMM_COLLECTIVE_BLOCKS differ between "
                                            "this PE and PE 2"));

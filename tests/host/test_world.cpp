@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -443,6 +444,10 @@ TEST_CASE("peer access: every pair of GPUs of a node needs peer access and nativ
                         contains_substring("no native atomics") &&
                         contains_substring("cudaDevP2PAttrNativeAtomicSupported is 0") &&
                         contains_substring("SYMM_BACKEND=nvshmem") && contains_substring("nvidia-smi topo -p2p"));
+  problems[2] = {1, peer_path::query_failed};
+  CHECK_THAT(judge_peer_access(users, problems),
+             contains_substring("the driver could not say whether these GPUs have peer access") &&
+                 contains_substring("failed on PE 2"));
   problems[2] = {};
   CHECK_THAT(judge_peer_access(users, problems),
              contains_substring("PE 3 (GPU 0000:3b:00.0 of node a) and PE 0 (GPU 0000:18:00.0): the driver reports no "
@@ -473,6 +478,16 @@ TEST_CASE("MPS: a daemon answers only where its control socket accepts a connect
   CHECK_FALSE(mps_daemon_reachable());
 
   ::unlink(control.c_str());
+  const int stream_listener = ::socket(AF_UNIX, SOCK_STREAM, 0); // a listener of another type still answers
+  REQUIRE(stream_listener >= 0);
+  REQUIRE(::bind(stream_listener, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0);
+  REQUIRE(::listen(stream_listener, 4) == 0);
+  errno = 0;
+  CHECK(mps_daemon_reachable());
+  CHECK(errno == 0); // left as it was
+  ::close(stream_listener);
+  ::unlink(control.c_str());
+
   std::FILE* plain = std::fopen(control.c_str(), "w"); // a plain file of that name is no socket
   REQUIRE(plain != nullptr);
   std::fclose(plain);

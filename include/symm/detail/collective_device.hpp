@@ -158,8 +158,10 @@ struct collective_body {
       const std::size_t shift = C == collective_id::fcollect ? 0 : static_cast<std::size_t>(me) * m;
       if (m == 0) return;
       const std::size_t total = m * static_cast<std::size_t>(n);
-      if (total * sizeof(T) <= static_cast<std::size_t>(count) * 16) {
-        // Small: one element per thread over all blocks at once, so that the n peers' loads are in flight together.
+      if (total * sizeof(T) <= static_cast<std::size_t>(count) * 16 && total <= static_cast<std::size_t>(count) * 4) {
+        // Small: at most 16 bytes and 4 elements per thread (each an index division) over all blocks at once, so that
+        // the n peers' loads are in flight together; the second bound keeps 1- and 2-byte elements off this path at
+        // sizes where they would take 8-16 each.
         for (std::size_t f = rank; f < total; f += count) {
           const int k = static_cast<int>(f / m);
           mine[f] = src.on(team.world_pe(k))[shift + f % m];

@@ -20,8 +20,9 @@ namespace detail {
 inline constexpr unsigned collective_stream_threads = 512;
 //! Bytes of dst plus src per block of the stream kernel, before the caps, and the most blocks it takes by default.
 //! Measured on an H100 (2 PEs under MPS, fcollect, alltoall and allreduce of 64 KiB to 256 MiB against bench_raw's
-//! best): 16 blocks of 256 KiB each were 1.10-1.59x raw's time; 32 blocks 0.90-1.23x; 64 blocks 0.88-1.21x and the
-//! best from 2 MiB up, 32 the best at 64 KiB. 4 KiB per block gives about 24 blocks at 64 KiB and 64 from 256 KiB up.
+//! best; docs/benchmarks-h100): at most 16 blocks of 256 KiB each were 1.01-1.59x raw's time; 32 blocks 0.90-1.23x;
+//! 64 blocks 0.88-1.21x and the best from 4 MiB up, while 32 did 2-9 % better at 64 KiB, 512 KiB and 2 MiB. 4 KiB per
+//! block gives 24 (fcollect) to 32 (alltoall, allreduce) blocks at 64 KiB of dst and 64 from 256 KiB of dst + src up.
 inline constexpr std::size_t collective_bytes_per_block = std::size_t{4} << 10;
 inline constexpr unsigned collective_default_max_blocks = 64;
 
@@ -45,22 +46,26 @@ constexpr bool has_two_shot(collective_id c) noexcept {
 //! SYMM_COLLECTIVE_BLOCKS says otherwise. The algorithm: two-shot above collective_one_shot_max_bytes per PE (and
 //! always for an allreduce in place, whose one-shot form would overwrite data that peers still read), unless
 //! SYMM_COLLECTIVE_ALGORITHM says otherwise where that is safe.
-constexpr collective_plan plan_stream_collective(collective_id c, std::size_t dst_bytes, std::size_t src_bytes,
-                                                 bool in_place, unsigned resident_blocks,
-                                                 const collective_tuning& tuning = {}) noexcept {
+constexpr collective_plan plan_stream_collective(
+    collective_id c, std::size_t dst_bytes, std::size_t src_bytes, bool in_place, unsigned resident_blocks,
+    const collective_tuning& tuning = {}) noexcept {
   collective_plan plan;
   plan.two_shot = use_two_shot(c, dst_bytes, in_place);
   const bool must_two_shot = in_place && c == collective_id::allreduce;
   if (tuning.algorithm == algorithm_choice::one_shot && !must_two_shot) plan.two_shot = false;
   if (tuning.algorithm == algorithm_choice::two_shot && has_two_shot(c)) plan.two_shot = true;
 
-  const unsigned limit = resident_blocks < 1                       ? 1
-                         : resident_blocks > max_collective_blocks ? max_collective_blocks
-                                                                   : resident_blocks;
+  const unsigned limit =
+      resident_blocks < 1 ? 1
+      : resident_blocks > max_collective_blocks
+          ? max_collective_blocks
+          : resident_blocks;
   const std::size_t by_size = (dst_bytes + src_bytes + collective_bytes_per_block - 1) / collective_bytes_per_block;
-  std::size_t blocks = tuning.blocks != 0 ? tuning.blocks
-                       : by_size < collective_default_max_blocks ? by_size
-                                                                 : collective_default_max_blocks;
+  std::size_t blocks =
+      tuning.blocks != 0 ? tuning.blocks
+      : by_size < collective_default_max_blocks
+          ? by_size
+          : collective_default_max_blocks;
   if (blocks < 1) blocks = 1;
   plan.blocks = static_cast<unsigned>(blocks < limit ? blocks : limit);
   return plan;
@@ -69,8 +74,8 @@ constexpr collective_plan plan_stream_collective(collective_id c, std::size_t ds
 //! The plan in words, for SYMM_DEBUG.
 inline std::string describe_plan(collective_id c, const collective_plan& plan, std::size_t dst_bytes, int n_pes) {
   const bool two_shot_kind = has_two_shot(c);
-  return fmt::format("{} on a stream, {} bytes of dst on {} PEs: {}{} blocks x {} threads", collective_name(c), dst_bytes,
-                     n_pes, two_shot_kind ? (plan.two_shot ? "two-shot, " : "one-shot, ") : "", plan.blocks,
+  return fmt::format("{} on a stream, {} bytes of dst on {} PEs: {}{} blocks x {} threads", collective_name(c),
+                     dst_bytes, n_pes, two_shot_kind ? (plan.two_shot ? "two-shot, " : "one-shot, ") : "", plan.blocks,
                      plan.threads);
 }
 

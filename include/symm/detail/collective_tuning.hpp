@@ -43,32 +43,43 @@ struct collective_tuning {
   }
 };
 
-//! Parses the variables; `pe` names the PE in errc::environment messages.
-inline collective_tuning collective_tuning_from_env(int pe) {
+//! Parses the variables; a refused value leaves its message in `problem` (naming PE `pe`) rather than throwing, so
+//! that world creation can tell every PE before any of them leaves (one PE throwing alone would leave the others
+//! waiting for it).
+inline collective_tuning collective_tuning_from_env(int pe, std::string& problem) {
   collective_tuning tuning;
   if (auto text = get_env("SYMM_COLLECTIVE_ALGORITHM"); text && !text->empty()) {
     if (*text == "auto") tuning.algorithm = algorithm_choice::automatic;
     else if (*text == "one_shot") tuning.algorithm = algorithm_choice::one_shot;
     else if (*text == "two_shot") tuning.algorithm = algorithm_choice::two_shot;
-    else {
-      SYMM_THROW(errc::environment, "PE {}: SYMM_COLLECTIVE_ALGORITHM={} is not auto, one_shot or two_shot", pe, *text);
-    }
+    else problem = fmt::format("PE {}: SYMM_COLLECTIVE_ALGORITHM={} is not auto, one_shot or two_shot", pe, *text);
   }
   if (auto text = get_env("SYMM_COLLECTIVE_BLOCKS"); text && !text->empty()) {
     unsigned blocks = 0;
     const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), blocks);
     if (error != std::errc{} || end != text->data() + text->size() || blocks > max_collective_blocks) {
-      SYMM_THROW(errc::environment, "PE {}: SYMM_COLLECTIVE_BLOCKS={} is not a block count from 0 (chosen) to {}", pe,
-                 *text, max_collective_blocks);
+      problem = fmt::format("PE {}: SYMM_COLLECTIVE_BLOCKS={} is not a block count from 0 (chosen) to {}", pe, *text,
+                            max_collective_blocks);
+    } else {
+      tuning.blocks = blocks;
     }
-    tuning.blocks = blocks;
   }
   if (auto text = get_env("SYMM_DEBUG"); text && !text->empty() && *text != "0") tuning.debug = true;
   return tuning;
 }
 
-//! The error of PE `me` when the PEs' tunings (`agreed()` of each) differ, else empty.
+//! Told by every PE for an unreadable variable instead of its agreed() value.
+inline constexpr std::uint32_t refused_tuning = 0xffffffffu;
+
+//! The error of PE `me` when the PEs' tunings (`agreed()` of each, or refused_tuning) differ, else empty.
 inline std::string collective_tuning_mismatch(const std::vector<std::uint32_t>& all, int me) {
+  for (std::size_t pe = 0; pe < all.size(); ++pe) {
+    if (all[pe] == refused_tuning && static_cast<int>(pe) != me) {
+      return fmt::format("PE {}: PE {} refused its SYMM_COLLECTIVE_ALGORITHM or SYMM_COLLECTIVE_BLOCKS (its own error "
+                         "says which); every PE stops",
+                         me, pe);
+    }
+  }
   for (std::size_t pe = 0; pe < all.size(); ++pe) {
     if (all[pe] != all[static_cast<std::size_t>(me)]) {
       return fmt::format("PE {}: SYMM_COLLECTIVE_ALGORITHM / SYMM_COLLECTIVE_BLOCKS differ between this PE and PE {}: "

@@ -188,6 +188,7 @@ enum class peer_path : std::uint8_t {
   not_visible = 1,       //!< the peer's GPU is not visible to this process (CUDA_VISIBLE_DEVICES): nothing to ask
   no_peer_access = 2,    //!< the driver reports no peer access between the two GPUs
   no_native_atomics = 3, //!< peer access, but atomics from this GPU on the other's memory would not be atomic
+  query_failed = 4,      //!< the driver did not answer (cudaDeviceCanAccessPeer or cudaDeviceGetP2PAttribute failed)
 };
 
 //! What the driver answers for a pair of GPUs, as a path. `visible`: the peer's GPU is visible to this process (only
@@ -227,6 +228,11 @@ inline std::string judge_peer_access(const std::vector<gpu_user>& users, const s
       return fmt::format("{}: the driver reports no peer access between these GPUs (cudaDeviceCanAccessPeer is 0). {}",
                          pair, way_out);
     }
+    if (problem.path == peer_path::query_failed) {
+      return fmt::format("{}: the driver could not say whether these GPUs have peer access (cudaDeviceCanAccessPeer or "
+                         "cudaDeviceGetP2PAttribute failed on PE {}). {}",
+                         pair, me.pe, way_out);
+    }
     return fmt::format("{}: the GPUs have peer access but no native atomics between them "
                        "(cudaDevP2PAttrNativeAtomicSupported is 0), so symm's atomics and signals on each other's "
                        "memory would not be atomic. {}",
@@ -238,9 +244,10 @@ inline std::string judge_peer_access(const std::vector<gpu_user>& users, const s
 //! The pipe directory where an MPS daemon listens for this process: CUDA_MPS_PIPE_DIRECTORY, else the default.
 inline constexpr std::string_view default_mps_pipe_directory = "/tmp/nvidia-mps";
 
-//! Whether an MPS daemon answers where this process's CUDA runtime will look: its control socket (a SOCK_SEQPACKET
-//! socket) accepts a connection, or refuses only our socket type. The socket file alone says nothing: a daemon told to
-//! quit leaves it behind, and connecting to it is then refused (checked on an H100 with the driver's MPS).
+//! Whether an MPS daemon answers where this process's CUDA runtime will look: connecting to its control socket (a
+//! SOCK_SEQPACKET socket) is not refused. The socket file alone says nothing: a daemon told to quit leaves it behind,
+//! and connecting to it is then refused (checked on an H100 with the driver's MPS). Non-blocking, so that a busy
+//! daemon (a full backlog: EAGAIN) counts as there instead of stalling start-up; errno is left as it was.
 inline bool mps_daemon_reachable() {
   const char* dir = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
   const std::string control =
@@ -251,11 +258,17 @@ inline bool mps_daemon_reachable() {
   address.sun_family = AF_UNIX;
   if (control.size() >= sizeof(address.sun_path)) return true; // too long to connect to by name: trust the file
   std::memcpy(address.sun_path, control.c_str(), control.size() + 1);
-  const int socket_fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (socket_fd < 0) return true; // cannot ask: trust the file
+  const int saved_errno = errno;
+  const int socket_fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (socket_fd < 0) {
+    errno = saved_errno;
+    return true; // cannot ask: trust the file
+  }
+  // Refused or gone means no daemon; anything else (connected, busy, another socket type) means one listens.
   const bool answers = ::connect(socket_fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0 ||
-                       errno == EPROTOTYPE; // someone listens, on another socket type
+                       (errno != ECONNREFUSED && errno != ENOENT);
   ::close(socket_fd);
+  errno = saved_errno;
   return answers;
 }
 

@@ -23,11 +23,14 @@
 #include <exception>
 #include <iterator>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 SYMM_BEGIN_NAMESPACE
@@ -160,12 +163,15 @@ inline std::string max_teams_mismatch(const std::vector<std::int32_t>& all, int 
 
 //! Collective, before any control page is mapped: a job whose programs differ in SYMM_MAX_TEAMS, or whose PEs were
 //! given different collective tunings, is refused on every PE.
-inline void require_same_build_and_tuning(bootstrap& boot, int me, const collective_tuning& tuning) {
+inline void require_same_build_and_tuning(bootstrap& boot, int me, const collective_tuning& tuning,
+                                          const std::string& tuning_problem) {
   struct told {
     std::int32_t max_teams;
     std::uint32_t tuning;
   };
-  const std::vector<told> all = boot.allgather_value(told{max_teams, tuning.agreed()});
+  const std::vector<told> all =
+      boot.allgather_value(told{max_teams, tuning_problem.empty() ? tuning.agreed() : refused_tuning});
+  if (!tuning_problem.empty()) SYMM_THROW(errc::environment, "{}", tuning_problem);
   std::vector<std::int32_t> teams;
   std::vector<std::uint32_t> tunings;
   for (const told& t : all) {
@@ -196,8 +202,9 @@ public:
     barrier_bound_ = wait_bound_from_env("SYMM_BARRIER_TIMEOUT_MS", std::chrono::milliseconds(0));
     boot_ = std::make_unique<bootstrap>(job_, timeout);
     job_layout layout = detect_layout(*boot_);
-    tuning_ = collective_tuning_from_env(job_.pe);
-    require_same_build_and_tuning(*boot_, job_.pe, tuning_);
+    std::string tuning_problem;
+    tuning_ = collective_tuning_from_env(job_.pe, tuning_problem);
+    require_same_build_and_tuning(*boot_, job_.pe, tuning_, tuning_problem);
     // The node's PE count as every PE found it: a launcher that gives no local size (Slurm) left the job size there.
     // A launcher that gives no local rank left the global one, which on a second node is no local rank at all.
     job_.local_n_pes = pes_on_node(layout, job_.pe);
@@ -365,8 +372,7 @@ public:
   [[nodiscard]] const heap_allocator& allocator() const noexcept {
     return *allocator_;
   }
-  //! Offset of symm's own block (device barrier flags) in every heap.
-  //! What SYMM_COLLECTIVE_ALGORITHM, SYMM_COLLECTIVE_BLOCKS and SYMM_DEBUG asked for (the same on every PE).
+  //! What SYMM_COLLECTIVE_ALGORITHM, SYMM_COLLECTIVE_BLOCKS (the same on every PE) and SYMM_DEBUG asked for.
   [[nodiscard]] const collective_tuning& tuning() const noexcept {
     return tuning_;
   }
@@ -377,14 +383,14 @@ public:
 #endif
     return 1;
   }
-  //! SYMM_DEBUG: whether the plan `key` of collective kind `kind` differs from the one printed last (and remember it).
-  bool plan_changed(int kind, std::uint64_t key) noexcept {
-    std::uint64_t& last = last_plan_[static_cast<std::size_t>(kind) % std::size(last_plan_)];
-    if (last == key) return false;
-    last = key;
-    return true;
+  //! SYMM_DEBUG: whether plan `key` of collective kind `kind` on a team of `n_pes` is new to this world (then it is
+  //! remembered). Host threads may issue collectives at once.
+  bool plan_is_new(int kind, int n_pes, std::uint64_t key) {
+    const std::lock_guard lock(printed_plans_mutex_);
+    return printed_plans_.insert({kind, n_pes, key}).second;
   }
 
+  //! Offset of symm's own block (device barrier flags) in every heap.
   [[nodiscard]] std::size_t system_offset() const noexcept {
     return system_offset_;
   }
@@ -759,8 +765,9 @@ private:
   channel_set team_channels_ = world_channel_only();
   std::size_t system_offset_ = 0;
   collective_tuning tuning_;
-  std::uint64_t last_plan_[8] = {};               // per collective kind, the plan SYMM_DEBUG printed last (0: none yet)
-  std::chrono::milliseconds collective_bound_{0}; // 0: none
+  std::mutex printed_plans_mutex_;
+  std::set<std::tuple<int, int, std::uint64_t>> printed_plans_; // SYMM_DEBUG: (kind, team size, plan) printed once
+  std::chrono::milliseconds collective_bound_{0};               // 0: none
   std::chrono::milliseconds barrier_bound_{0};
   bool releasing_while_unwinding_ = false; // set by release_collectively around a release made while unwinding
   bool alive_ = true;

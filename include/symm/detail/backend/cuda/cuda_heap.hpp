@@ -253,9 +253,13 @@ private:
       int peer_device = -1, access = 0, atomics = 0;
       const bool visible = cudaDeviceGetByPCIBusId(&peer_device, other.bus_id.c_str()) == cudaSuccess;
       if (!visible) (void) cudaGetLastError();
-      if (visible) {
-        SYMM_TRY_CUDA(cudaDeviceCanAccessPeer(&access, device_, peer_device));
-        SYMM_TRY_CUDA(cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, device_, peer_device));
+      // A failed query is told like a missing path, not thrown: a PE that threw alone would leave the others waiting.
+      if (visible && (cudaDeviceCanAccessPeer(&access, device_, peer_device) != cudaSuccess ||
+                      cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, device_, peer_device) !=
+                          cudaSuccess)) {
+        (void) cudaGetLastError();
+        mine = {other.pe, peer_path::query_failed};
+        continue;
       }
       const peer_path path = classify_peer(visible, access != 0, atomics != 0);
       if (path != peer_path::usable && path != peer_path::not_visible) mine = {other.pe, path};
