@@ -166,10 +166,9 @@ template <collective_id C, class Group, class T, std::size_t E1, class U, std::s
 SYMM_DEVICE void device_collective_entry(const Group& group, const team_ref& t, const array_ref<T, E1>& dst,
                                          const array_ref<U, E2>& src, const Op& op, int root, int channel) {
   using V = std::remove_cv_t<T>;
-  sync_if_synced(group);
-  device_collective<C>(copying_group(group), t, make_sym_buffer<V>(dst), make_sym_buffer<const V>(src), op, root,
-                       channel);
-  sync_if_synced(group);
+  with_group_syncs(group, [&](const auto& g) {
+    device_collective<C>(g, t, make_sym_buffer<V>(dst), make_sym_buffer<const V>(src), op, root, channel);
+  });
 }
 } // namespace detail
 

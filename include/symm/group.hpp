@@ -91,9 +91,12 @@ SYMM_HOST_DEVICE constexpr const auto& copying_group(const G& group) noexcept {
 template <class G>
 using copying_group_t = std::remove_cvref_t<decltype(copying_group(std::declval<const G&>()))>;
 
-//! The synchronisation a synced_group adds before (and, called again, after) an RMA call; nothing for other groups.
-template <class G>
-SYMM_DEVICE SYMM_FORCEINLINE void sync_if_synced(const G& group) {
+//! Runs `copy` on copying_group(group) between the two syncs a synced_group adds (none for any other group): every
+//! group-scoped RMA call and device collective goes through it.
+template <class G, class Copy>
+SYMM_DEVICE SYMM_FORCEINLINE void with_group_syncs(const G& group, Copy&& copy) {
+  if constexpr (is_synced_group<G>) group.sync();
+  copy(copying_group(group));
   if constexpr (is_synced_group<G>) group.sync();
 }
 } // namespace detail

@@ -77,9 +77,9 @@ requires detail::same_element<U, T> SYMM_DEVICE void
 put(const Group& group, const pe_span<T, E>& dst, cuda::std::span<U, E2> source) {
   static_assert(!std::is_const_v<T>, "symm::put: cannot put into a pe_span<const T>: the remote data is const");
   static_assert(!detail::extents_conflict<E, E2>, "symm::put between static extents that differ");
-  detail::sync_if_synced(group);
-  detail::group_copy(detail::copying_group(group), dst.address(), dst.size_bytes(), source.data(), source.size_bytes());
-  detail::sync_if_synced(group);
+  detail::with_group_syncs(group, [&](const auto& g) {
+    detail::group_copy(g, dst.address(), dst.size_bytes(), source.data(), source.size_bytes());
+  });
 }
 
 //! Get from device code: `group` copies PE src.pe()'s elements into `destination`; each thread's share has landed
@@ -89,10 +89,9 @@ requires detail::same_element<U, T> SYMM_DEVICE void
 get(const Group& group, cuda::std::span<U, E2> destination, const pe_span<T, E> src) {
   static_assert(!std::is_const_v<U>, "symm::get: the destination must be writable");
   static_assert(!detail::extents_conflict<E, E2>, "symm::get between static extents that differ");
-  detail::sync_if_synced(group);
-  detail::group_copy(detail::copying_group(group), destination.data(), destination.size_bytes(), src.address(),
-                     src.size_bytes());
-  detail::sync_if_synced(group);
+  detail::with_group_syncs(group, [&](const auto& g) {
+    detail::group_copy(g, destination.data(), destination.size_bytes(), src.address(), src.size_bytes());
+  });
 }
 
 //! Completion of a device-side non-blocking put or get, for the group that issued it.
@@ -119,9 +118,9 @@ template <cooperating_group Group, class T, std::size_t E, class U, std::size_t 
 put_nbi(const Group& group, const pe_span<T, E>& dst, cuda::std::span<U, E2> source) {
   static_assert(!std::is_const_v<T>, "symm::put_nbi: cannot put into a pe_span<const T>: the remote data is const");
   static_assert(!detail::extents_conflict<E, E2>, "symm::put_nbi between static extents that differ");
-  detail::sync_if_synced(group);
-  detail::group_copy(detail::copying_group(group), dst.address(), dst.size_bytes(), source.data(), source.size_bytes());
-  detail::sync_if_synced(group);
+  detail::with_group_syncs(group, [&](const auto& g) {
+    detail::group_copy(g, dst.address(), dst.size_bytes(), source.data(), source.size_bytes());
+  });
   return device_future<detail::copying_group_t<Group>>(detail::copying_group(group));
 }
 
@@ -130,10 +129,9 @@ template <cooperating_group Group, class U, std::size_t E2, class T, std::size_t
 [[nodiscard]] SYMM_DEVICE device_future<detail::copying_group_t<Group>>
 get_nbi(const Group& group, cuda::std::span<U, E2> destination, const pe_span<T, E> src) {
   static_assert(!std::is_const_v<U>, "symm::get_nbi: the destination must be writable");
-  detail::sync_if_synced(group);
-  detail::group_copy(detail::copying_group(group), destination.data(), destination.size_bytes(), src.address(),
-                     src.size_bytes());
-  detail::sync_if_synced(group);
+  detail::with_group_syncs(group, [&](const auto& g) {
+    detail::group_copy(g, destination.data(), destination.size_bytes(), src.address(), src.size_bytes());
+  });
   return device_future<detail::copying_group_t<Group>>(detail::copying_group(group));
 }
 

@@ -382,9 +382,7 @@ template <cooperating_group Group, class T, std::size_t E, class U, std::size_t 
 requires detail::same_element<U, T> SYMM_DEVICE void
 put_signal(const Group& group, const pe_span<T, E>& dst, cuda::std::span<U, E2> source, const pe_signal& sig,
            std::uint64_t value, signal_op op) {
-  detail::sync_if_synced(group);
-  detail::device_put_signal(detail::copying_group(group), dst, source, sig, value, op);
-  detail::sync_if_synced(group);
+  detail::with_group_syncs(group, [&](const auto& g) { detail::device_put_signal(g, dst, source, sig, value, op); });
 }
 
 //! Non-blocking put with signal from device code: the same transfer; the returned device_future's wait() (or quiet())
@@ -394,9 +392,7 @@ template <cooperating_group Group, class T, std::size_t E, class U, std::size_t 
 [[nodiscard]] SYMM_DEVICE device_future<detail::copying_group_t<Group>>
 put_signal_nbi(const Group& group, const pe_span<T, E>& dst, cuda::std::span<U, E2> source, const pe_signal& sig,
                std::uint64_t value, signal_op op) {
-  detail::sync_if_synced(group);
-  detail::device_put_signal(detail::copying_group(group), dst, source, sig, value, op);
-  detail::sync_if_synced(group);
+  detail::with_group_syncs(group, [&](const auto& g) { detail::device_put_signal(g, dst, source, sig, value, op); });
   return device_future<detail::copying_group_t<Group>>(detail::copying_group(group));
 }
 

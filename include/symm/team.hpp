@@ -107,8 +107,8 @@ public:
   //! in this team). PEs outside it get an invalid team. Throws errc::invalid_argument (with the values) when stride <
   //! 1, size is not in [1, n_pes()] or a PE of the new team is not in this one; errc::allocation_mismatch when the PEs
   //! passed different arguments; errc::unsupported when the new team's PEs together already use all max_teams team
-  //! channels (each PE's teams take a channel that no other PE of the new team may use, so two PEs in 64 teams each can
-  //! exhaust 128). \code
+  //! channels (a PE's teams take channels no other PE of the new team may use: two PEs in 64 teams each use 128).
+  //! \code
   //!   auto odd = world.team().split_strided(1, 2, world.n_pes() / 2);
   //! \endcode
   [[nodiscard]] team split_strided(int start, int stride, int size) const {

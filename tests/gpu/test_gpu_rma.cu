@@ -238,8 +238,7 @@ TEST_CASE("symm::synced(block): a literal port of NVSHMEM's put_block and get_bl
       GPU_CHECK(cudaDeviceSynchronize());
       world.barrier();
       const auto got = symm_gpu_test::local_to_host(dst);
-      std::vector<int> read(count);
-      GPU_CHECK(cudaMemcpy(read.data(), out, count * sizeof(int), cudaMemcpyDeviceToHost));
+      const auto read = symm_gpu_test::host_copy_of(out, count);
       for (std::size_t i = 0; i < count; ++i) {
         const int sent = stamp(left, round, static_cast<int>(i));
         if (got[i] != sent) {

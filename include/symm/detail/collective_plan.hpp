@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 
@@ -55,19 +56,11 @@ constexpr collective_plan plan_stream_collective(
   if (tuning.algorithm == algorithm_choice::one_shot && !must_two_shot) plan.two_shot = false;
   if (tuning.algorithm == algorithm_choice::two_shot && has_two_shot(c)) plan.two_shot = true;
 
-  const unsigned limit =
-      resident_blocks < 1 ? 1
-      : resident_blocks > max_collective_blocks
-          ? max_collective_blocks
-          : resident_blocks;
   const std::size_t by_size = (dst_bytes + src_bytes + collective_bytes_per_block - 1) / collective_bytes_per_block;
-  std::size_t blocks =
-      tuning.blocks != 0 ? tuning.blocks
-      : by_size < collective_default_max_blocks
-          ? by_size
-          : collective_default_max_blocks;
-  if (blocks < 1) blocks = 1;
-  plan.blocks = static_cast<unsigned>(blocks < limit ? blocks : limit);
+  const std::size_t asked =
+      tuning.blocks != 0 ? tuning.blocks : std::min<std::size_t>(by_size, collective_default_max_blocks);
+  const unsigned limit = std::clamp(resident_blocks, 1u, max_collective_blocks);
+  plan.blocks = static_cast<unsigned>(std::clamp<std::size_t>(asked, 1, limit));
   return plan;
 }
 

@@ -31,7 +31,7 @@ constexpr unsigned collective_block_limit(unsigned min_sm_count, unsigned max_pe
 enum class algorithm_choice : std::uint8_t { automatic = 0, one_shot = 1, two_shot = 2 };
 
 //! SYMM_COLLECTIVE_ALGORITHM=auto|one_shot|two_shot, SYMM_COLLECTIVE_BLOCKS=N (1 to max_collective_blocks; unset or
-//! 0: chosen), SYMM_DEBUG=1 (print each plan on PE 0 when it changes).
+//! 0: chosen), SYMM_DEBUG=1 (the team's first PE prints each plan the first time the world uses it).
 struct collective_tuning {
   algorithm_choice algorithm = algorithm_choice::automatic;
   std::uint32_t blocks = 0;

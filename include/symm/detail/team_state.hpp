@@ -151,11 +151,6 @@ inline nvshmem_team_result no_nvshmem_parent(const team_state& parent) {
   return {no_nvshmem_team, fmt::format("its parent, {}, has none: {}", parent.name(), parent.nvshmem_problem())};
 }
 
-//! The lowest host barrier channel in 1..max_teams that none of `used` has, or -1.
-inline int free_channel(const channel_set& used) noexcept {
-  return used.first_free_team_channel();
-}
-
 [[noreturn]] inline void throw_no_channel(const world_state& w, std::string_view what, strided_pes pes,
                                           const std::vector<collective_request>& asked, strided_pes in_parent) {
   std::string table;
@@ -199,7 +194,7 @@ inline std::shared_ptr<team_state> split_strided(team_state& parent, int start, 
   channel_set used;
   for (int i = 0; i < size; ++i)
     used |= asked[static_cast<std::size_t>(in_parent.pe(i))].channels;
-  const int channel = free_channel(used);
+  const int channel = used.first_free_team_channel();
   if (channel < 0) throw_no_channel(w, what, pes, asked, in_parent);
   auto child = std::make_shared<team_state>(
       parent.world_ptr(), pes, channel,
@@ -246,7 +241,7 @@ inline std::pair<std::shared_ptr<team_state>, std::shared_ptr<team_state>> split
     channel_set used;
     for (int i = 0; i < x_team(row).size; ++i)
       used |= asked[static_cast<std::size_t>(x_team(row).pe(i))].channels;
-    row_channel[static_cast<std::size_t>(row)] = free_channel(used);
+    row_channel[static_cast<std::size_t>(row)] = used.first_free_team_channel();
     if (row_channel[static_cast<std::size_t>(row)] < 0) {
       throw_no_channel(w, what, in_world(x_team(row)), asked, x_team(row));
     }
@@ -259,7 +254,7 @@ inline std::pair<std::shared_ptr<team_state>, std::shared_ptr<team_state>> split
       used |= asked[static_cast<std::size_t>(q)].channels;
       used.insert(row_channel[static_cast<std::size_t>(q / xr)]);
     }
-    column_channel[static_cast<std::size_t>(column)] = free_channel(used);
+    column_channel[static_cast<std::size_t>(column)] = used.first_free_team_channel();
     if (column_channel[static_cast<std::size_t>(column)] < 0) {
       throw_no_channel(w, what, in_world(y_team(column)), asked, y_team(column));
     }
