@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../pe_check.hpp"
@@ -494,4 +496,33 @@ TEST_CASE("MPS: a daemon answers only where its control socket accepts a connect
   CHECK_FALSE(mps_daemon_reachable());
   ::unlink(control.c_str());
   ::rmdir(dir);
+}
+
+TEST_CASE("the environment: symm reads it in one thread while another sets variables", "[world][env]") {
+  // PEs as threads: one PE's thread sets CUDA's variables before CUDA starts while another's reads its launcher's.
+  // setenv may move the table that getenv walks; symm's get_env and set_env_default share one lock, so that neither
+  // crashes (as a PE did in getenv) nor reads a torn value.
+  constexpr int added = 2000;
+  const auto name_of = [](int i) { return "SYMM_TEST_ENV_" + std::to_string(i); };
+  const std::optional<std::string> path = symm::detail::get_env("PATH");
+  REQUIRE(path.has_value());
+  std::atomic<bool> done{false};
+  int reads = 0, wrong = 0;
+  std::thread reader([&] {
+    while (!done.load()) {
+      if (symm::detail::get_env("PATH") != path) ++wrong;
+      ++reads;
+    }
+  });
+  for (int i = 0; i < added; ++i)
+    symm::detail::set_env_default(name_of(i).c_str(), std::to_string(i).c_str());
+  symm::detail::set_env_default(name_of(0).c_str(), "changed"); // a value already set stays
+  done = true;
+  reader.join();
+  CHECK(reads > 0);
+  CHECK(wrong == 0);
+  for (int i = 0; i < added; ++i) {
+    CHECK(symm::detail::get_env(name_of(i).c_str()) == std::to_string(i));
+    ::unsetenv(name_of(i).c_str());
+  }
 }

@@ -249,9 +249,9 @@ inline constexpr std::string_view default_mps_pipe_directory = "/tmp/nvidia-mps"
 //! and connecting to it is then refused (checked on an H100 with the driver's MPS). Non-blocking, so that a busy
 //! daemon (a full backlog: EAGAIN) counts as there instead of stalling start-up; errno is left as it was.
 inline bool mps_daemon_reachable() {
-  const char* dir = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
+  const std::optional<std::string> dir = get_env("CUDA_MPS_PIPE_DIRECTORY");
   const std::string control =
-      fmt::format("{}/control", dir != nullptr && dir[0] != '\0' ? std::string_view(dir) : default_mps_pipe_directory);
+      fmt::format("{}/control", dir && !dir->empty() ? std::string_view(*dir) : default_mps_pipe_directory);
   struct stat info {};
   if (::stat(control.c_str(), &info) != 0 || !S_ISSOCK(info.st_mode)) return false;
   sockaddr_un address{};

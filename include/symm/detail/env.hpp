@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <initializer_list>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,9 +44,24 @@ struct job_info {
 //! Set by symm::launch for the PEs it starts; takes precedence over the environment.
 inline thread_local std::optional<job_info> launched_job;
 
+//! The lock of symm's reads and writes of the environment. PEs that are threads of one process read variables while
+//! another PE's thread sets CUDA's before CUDA starts (request_eager_module_loading), and setenv may move the table
+//! that a concurrent getenv walks: a PE crashed so in getenv. Every symm access to the environment takes this lock.
+inline std::mutex& environment_mutex() {
+  static std::mutex m;
+  return m;
+}
+
 inline std::optional<std::string> get_env(const char* name) {
+  std::lock_guard lock(environment_mutex());
   if (const char* v = std::getenv(name); v != nullptr) return std::string(v);
   return std::nullopt;
+}
+
+//! setenv(name, value) unless the variable is set (the user's choice stays), under environment_mutex().
+inline void set_env_default(const char* name, const char* value) {
+  std::lock_guard lock(environment_mutex());
+  ::setenv(name, value, 0);
 }
 
 //! Parses a non-negative decimal integer variable of type Int; garbage is an error that names the variable and its

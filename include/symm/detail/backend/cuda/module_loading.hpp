@@ -10,6 +10,7 @@
 
 #include <symm/detail/backend/cuda/driver.hpp>
 #include <symm/detail/config.hpp>
+#include <symm/detail/env.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -22,7 +23,7 @@ namespace detail {
 //! that PEs running as threads do not call setenv concurrently.
 inline void request_eager_module_loading() {
   static std::once_flag once;
-  std::call_once(once, [] { ::setenv("CUDA_MODULE_LOADING", "EAGER", 0); });
+  std::call_once(once, [] { set_env_default("CUDA_MODULE_LOADING", "EAGER"); });
 }
 
 //! After CUDA's initialisation: a warning (once per process) when kernels are loaded lazily after all.

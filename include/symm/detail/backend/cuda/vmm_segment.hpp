@@ -5,6 +5,7 @@
 #include <symm/detail/backend/cuda/check.hpp>
 #include <symm/detail/backend/cuda/driver.hpp>
 #include <symm/detail/config.hpp>
+#include <symm/detail/env.hpp>
 #include <symm/error.hpp>
 
 #include <cuda.h>
@@ -23,6 +24,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -65,8 +67,8 @@ private:
 };
 
 inline std::string visible_devices_text() {
-  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-  return visible != nullptr ? fmt::format("CUDA_VISIBLE_DEVICES={}", visible) : "CUDA_VISIBLE_DEVICES unset";
+  const std::optional<std::string> visible = get_env("CUDA_VISIBLE_DEVICES");
+  return visible ? fmt::format("CUDA_VISIBLE_DEVICES={}", *visible) : "CUDA_VISIBLE_DEVICES unset";
 }
 
 //! Throws unless `device` names a device this process sees; `role` says whose device it is in the message.

@@ -76,8 +76,8 @@ public:
     // most 100 %; symm's kernels do not need that limit, so symm lifts it unless the user set the variable.
     const std::string wanted =
         std::to_string(heap_bytes + staging_bytes + device_scratch_bytes + (std::size_t{64} << 20));
-    ::setenv("NVSHMEM_SYMMETRIC_SIZE", wanted.c_str(), 0);
-    ::setenv("NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "1", 0);
+    set_env_default("NVSHMEM_SYMMETRIC_SIZE", wanted.c_str());
+    set_env_default("NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "1");
 
     nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
     if (job.pe == 0 && nvshmemx_get_uniqueid(&id) != 0) {
