@@ -13,7 +13,7 @@ SYMM_BEGIN_NAMESPACE
 //! quiet(), then waits for every PE of the world: whatever any PE wrote before it is visible to every PE after it.
 inline void barrier_all() {
   auto& world = detail::require_current_world("symm::barrier_all()");
-  world.quiet();
+  world.quiet("symm::barrier_all()");
   world.barrier("barrier_all");
 }
 
@@ -42,7 +42,7 @@ public:
 
   ~barrier_scope() noexcept(false) {
     const auto end_scope = [this] {
-      state_->quiet();
+      state_->quiet("symm::barrier_scope");
       state_->barrier("barrier_scope");
     };
     if (std::uncaught_exceptions() == uncaught_) {

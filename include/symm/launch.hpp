@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -100,6 +102,15 @@ inline std::string describe_status(int status) {
   return fmt::format("ended with wait status {}", status);
 }
 
+//! PEs as threads share one CUDA context, whose streams share CUDA_DEVICE_MAX_CONNECTIONS hardware queues (8 unless
+//! set). A queue starts its work in order, so a PE's stream work waiting behind that PE's barrier or signal-wait kernel
+//! (which waits for the other PEs) holds back another PE's stream on the same queue, and the job deadlocks. symm asks
+//! for CUDA's most, 32, before CUDA initialises, unless the user chose a number; once per process.
+inline void request_hardware_queues_for_thread_pes() {
+  static std::once_flag once;
+  std::call_once(once, [] { set_env_default("CUDA_DEVICE_MAX_CONNECTIONS", "32"); });
+}
+
 } // namespace detail
 
 //! Runs `fn` as n PEs and returns when all have finished. fn is `void(symm::world&)` (launch makes each PE's world
@@ -130,6 +141,7 @@ void launch(int n_pes, Fn&& fn, const launch_options& options = {}) {
   }
   detail::launch_job job(n_pes);
   if (options.mode == launch_mode::threads) {
+    if (n_pes > 1) detail::request_hardware_queues_for_thread_pes();
     std::vector<std::exception_ptr> failures(static_cast<std::size_t>(n_pes));
     std::vector<std::thread> threads;
     for (int pe = 0; pe < n_pes; ++pe) {

@@ -165,7 +165,8 @@ template <class T, std::size_t E, class Range>
                   "differ");
     detail::require_cuda_backend(dst.world(), "symm::put(stream, ...)");
     detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put(stream, ...)");
-    return future<>(dst.world()->cuda()->copy_on(stream, dst.address(), std::ranges::data(source), dst.size_bytes()));
+    return future<>(dst.world()->cuda()->copy_on(
+        stream, dst.address(), std::ranges::data(source), dst.size_bytes(), "symm::put(stream, ...)"));
   }
 
 //! Get ordered on `stream`; the future completes when `destination` holds the data.
@@ -177,8 +178,8 @@ template <class Range, class T, std::size_t E>
                   "differ");
     detail::require_cuda_backend(src.world(), "symm::get(stream, ...)");
     detail::check_same_extent(src.size(), std::ranges::size(destination), src.pe(), "get(stream, ...)");
-    return future<>(
-        src.world()->cuda()->copy_on(stream, std::ranges::data(destination), src.address(), src.size_bytes()));
+    return future<>(src.world()->cuda()->copy_on(
+        stream, std::ranges::data(destination), src.address(), src.size_bytes(), "symm::get(stream, ...)"));
   }
 
 SYMM_END_NAMESPACE

@@ -15,6 +15,7 @@
 #include <symm/remote.hpp>
 #include <symm/rma.hpp>
 #include <symm/signal.hpp>
+#include <symm/stream_sync.hpp>
 #include <symm/symmetric.hpp>
 #include <symm/team.hpp>
 #include <symm/version.hpp>

@@ -129,7 +129,7 @@ public:
   //! errc::peer_failed when a PE fails meanwhile.
   void barrier() const {
     auto& s = checked("team::barrier()");
-    s.world().quiet();
+    s.world().quiet("team::barrier()");
     s.world().barrier(s.group(), "team::barrier()");
   }
   //! Waits for every PE of the team, without completing outstanding non-blocking operations.

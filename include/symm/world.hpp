@@ -90,10 +90,10 @@ public:
   [[nodiscard]] std::size_t heap_in_use() const noexcept { return state_->allocator().bytes_in_use(); }
 
   //! Completes every operation this PE started (all puts visible at their targets, all gets landed).
-  void quiet() { state_->quiet(); }
+  void quiet() { state_->quiet("world::quiet()"); }
   //! quiet() on every PE, then waits until every PE arrives. Writes before it are visible to all PEs after it.
   void barrier() {
-    state_->quiet();
+    state_->quiet("world::barrier()");
     state_->barrier();
   }
   //! Waits until every PE arrives, without completing outstanding non-blocking operations.

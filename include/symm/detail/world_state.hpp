@@ -283,7 +283,7 @@ public:
       mark_failed(fmt::format("PE {} left its world's scope by an exception", job_.pe));
     } else {
       try {
-        quiet();
+        quiet("the world's finalize");
         agree(collective_request{0, collective_kind::finalize, {0, 0, 0}, team_channels_}, world_group(),
               "the world's finalize");
       } catch (const error& e) {
@@ -504,7 +504,7 @@ public:
                  "(freed twice, or never allocated)",
                  job_.pe, what, offset);
     }
-    quiet();
+    quiet(what);
     agree(collective_request{0, collective_kind::free, {to_arg(offset), 0, 0}, team_channels_}, world_group(), what);
     allocator_->deallocate(offset);
   }
@@ -527,10 +527,12 @@ public:
     return engine_->submit(dst, src, bytes);
   }
 
-  //! Completes every operation this PE started.
-  void quiet() {
+  //! Completes every operation this PE started. `what` names the symm call, for errors.
+  void quiet(std::string_view what = "symm::quiet()") {
 #if SYMM_CUDA_BACKEND()
-    if (cuda_) cuda_->quiet();
+    if (cuda_) cuda_->quiet(what);
+#else
+    (void) what;
 #endif
     if (engine_) engine_->drain();
   }

@@ -40,18 +40,42 @@ inline std::string cu_error_text(CUresult status) {
   return fmt::format("{} ({})", name, text != nullptr ? text : "no description");
 }
 
+//! Whether CUDA refused a call because a stream capture is under way (or broke the capture by it): a host-blocking
+//! symm operation (a blocking put, a host barrier, a staged copy) issued while the thread captures a graph.
+inline bool is_capture_error(cudaError_t status) noexcept {
+  return status == cudaErrorStreamCaptureUnsupported || status == cudaErrorStreamCaptureInvalidated ||
+         status == cudaErrorStreamCaptureImplicit || status == cudaErrorStreamCaptureWrongThread ||
+         status == cudaErrorStreamCaptureIsolation || status == cudaErrorCapturedEvent;
+}
+inline bool is_capture_error(CUresult status) noexcept {
+  return status == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || status == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
+         status == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT || status == CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD ||
+         status == CUDA_ERROR_STREAM_CAPTURE_ISOLATION || status == CUDA_ERROR_CAPTURED_EVENT;
+}
+//! What a capture error means for a symm user, appended to its message.
+inline constexpr std::string_view capture_error_hint =
+    "; a CUDA stream capture is under way on this thread: a symm call that blocks the host or synchronises a stream "
+    "cannot be recorded into a CUDA graph, and CUDA has now invalidated the capture (end it and capture again with "
+    "only the stream forms, which docs/guide.md lists under \"Stream-ordered steps and CUDA graphs\")";
+
 //! Throws symm::error(errc::cuda) for a failed runtime call, after clearing the runtime's last error so
 //! that a later, unrelated cudaGetLastError does not report it again (sticky errors stay, by design).
 [[noreturn]] inline void throw_cuda_error(cudaError_t status, std::string_view call, std::string_view hint = {},
                                           std::source_location where = std::source_location::current()) {
   (void) cudaGetLastError();
-  throw error(errc::cuda, fmt::format("{} failed: {}{}", call, cuda_error_text(status), hint), where);
+  throw error(errc::cuda,
+              fmt::format("{} failed: {}{}{}", call, cuda_error_text(status), hint,
+                          is_capture_error(status) ? capture_error_hint : std::string_view{}),
+              where);
 }
 
 //! Throws symm::error(errc::cuda) for a failed driver call. `call` says what was asked.
 [[noreturn]] inline void throw_cu_error(CUresult status, std::string_view call, std::string_view hint = {},
                                         std::source_location where = std::source_location::current()) {
-  throw error(errc::cuda, fmt::format("{} failed: {}{}", call, cu_error_text(status), hint), where);
+  throw error(errc::cuda,
+              fmt::format("{} failed: {}{}{}", call, cu_error_text(status), hint,
+                          is_capture_error(status) ? capture_error_hint : std::string_view{}),
+              where);
 }
 
 // Errors at process exit, when the runtime or driver is already torn down, are expected for objects with

@@ -23,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 SYMM_BEGIN_NAMESPACE
@@ -44,20 +45,51 @@ inline int cuda_device_count() noexcept {
 //! operation (that costs more host time than a small copy): ready() and wait() look at the whole stream, so wait()
 //! also waits for work enqueued on the stream after the operation. The stream already orders what follows it, so a
 //! future of a stream operation does not wait when it is destroyed.
+//!
+//! An operation issued while its stream is being captured into a CUDA graph did not run: it runs at each launch of
+//! the graph. Its future has nothing to wait for, and querying or synchronising a capturing stream would invalidate the
+//! capture, so ready() and wait() throw errc::unsupported naming the operation instead.
 class stream_completion final : public completion {
 public:
-  explicit stream_completion(cudaStream_t stream) noexcept : stream_(stream) {}
+  //! `what` names the operation and `pe` the calling PE, for that message.
+  stream_completion(cudaStream_t stream, const char* what, int pe) noexcept
+      : stream_(stream), what_(what), pe_(pe), recorded_(is_capturing(stream)) {}
   bool ready() override {
+    if (recorded_) throw_recorded("ready()");
     cudaError_t status = cudaStreamQuery(stream_);
     if (status == cudaErrorNotReady) return false;
     if (status != cudaSuccess) throw_cuda_error(status, "cudaStreamQuery of a stream-ordered operation");
     return true;
   }
-  void wait() override { SYMM_TRY_CUDA(cudaStreamSynchronize(stream_)); }
+  void wait() override {
+    if (recorded_) throw_recorded("wait()");
+    SYMM_TRY_CUDA(cudaStreamSynchronize(stream_));
+  }
   bool waits_when_dropped() const noexcept override { return false; }
 
+  //! Whether `stream` is being captured into a graph now (false when CUDA cannot tell, e.g. for the legacy stream).
+  static bool is_capturing(cudaStream_t stream) noexcept {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+      (void) cudaGetLastError();
+      return false;
+    }
+    return status != cudaStreamCaptureStatusNone;
+  }
+
 private:
+  [[noreturn]] void throw_recorded(const char* call) const {
+    SYMM_THROW(errc::unsupported,
+               "PE {}: future::{} of {}, which was recorded into a CUDA graph (its stream was being captured when it "
+               "was issued): it runs each time the graph is launched, so this future has nothing to wait for; "
+               "synchronise the stream the graph is launched on instead (cudaGraphLaunch, then cudaStreamSynchronize)",
+               pe_, call, what_);
+  }
+
   cudaStream_t stream_;
+  const char* what_;
+  int pe_;
+  bool recorded_;
 };
 
 //! Where a GPU heap's memory comes from: a VMM segment of symm's, mapped by every PE of the node (the cuda backend), or
@@ -77,6 +109,7 @@ public:
                  job.pe);
     }
     const device_choice choice = choose_device(gather_device_facts(job, device, backend_name));
+    pe_ = job.pe;
     device_ = choice.device;
     device_reason_ = choice.reason;
     SYMM_TRY_CUDA(cudaSetDevice(device_));
@@ -163,29 +196,33 @@ public:
 
   //! Blocking copy between any two addresses (device heap, peer mappings, host memory): complete on return.
   void copy(void* dst, const void* src, std::size_t bytes) {
-    (void) copy_on(stream_, dst, src, bytes);
+    (void) copy_on(stream_, dst, src, bytes, "a blocking copy");
     SYMM_TRY_CUDA(cudaStreamSynchronize(stream_));
   }
 
   std::shared_ptr<completion> copy_async(void* dst, const void* src, std::size_t bytes) {
-    return copy_on(stream_, dst, src, bytes);
+    return copy_on(stream_, dst, src, bytes, "a non-blocking copy");
   }
 
-  //! A copy ordered on the caller's stream; its completion follows the stream (stream_completion). Through the peer
-  //! mapping, or through NVSHMEM for a peer reached by RMA.
-  std::shared_ptr<completion> copy_on(cudaStream_t stream, void* dst, const void* src, std::size_t bytes) {
+  //! A copy ordered on the caller's stream; its completion follows the stream (stream_completion, `what` names the
+  //! operation). Through the peer mapping, or through NVSHMEM for a peer reached by RMA.
+  std::shared_ptr<completion>
+  copy_on(cudaStream_t stream, void* dst, const void* src, std::size_t bytes, const char* what) {
 #if SYMM_NVSHMEM_BACKEND()
     if (is_rma_address(dst) || is_rma_address(src)) {
       nvshmem_->copy_on(stream, dst, src, bytes);
-      return std::make_shared<stream_completion>(stream);
+      return std::make_shared<stream_completion>(stream, what, pe_);
     }
 #endif
     SYMM_TRY_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
-    return std::make_shared<stream_completion>(stream);
+    return std::make_shared<stream_completion>(stream, what, pe_);
   }
 
-  void quiet() {
-    SYMM_TRY_CUDA(cudaStreamSynchronize(stream_));
+  //! Completes this PE's host-issued operations (all on its stream); `what` names the symm call, for errors.
+  void quiet(std::string_view what) {
+    if (const cudaError_t status = cudaStreamSynchronize(stream_); status != cudaSuccess) {
+      throw_cuda_error(status, fmt::format("PE {}: {}: cudaStreamSynchronize of symm's stream", pe_, what));
+    }
   }
 
 private:
@@ -295,6 +332,7 @@ private:
     heap_bytes_ = usable;
   }
 
+  int pe_ = -1;
   int device_ = 0;
   std::string pci_bus_id_;
   std::string device_reason_;
