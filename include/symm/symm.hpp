@@ -1,6 +1,7 @@
 // symm/symm.hpp: the whole public API.
 #pragma once
 
+#include <symm/alltoallv.hpp>
 #include <symm/atomic.hpp>
 #include <symm/barrier.hpp>
 #include <symm/collectives.hpp>

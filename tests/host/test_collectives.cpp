@@ -422,6 +422,113 @@ TEST_CASE("collectives of 64 MiB", "[collectives][large]") {
        .world = {.backend = symm::backend::host, .heap_size = std::size_t{96} << 20}}));
 }
 
+namespace {
+//! Rows team PE `from` sends team PE `to` in alltoallv case `round`: 0 to 5, fresh every run, known to every PE.
+std::uint64_t rows_sent(int round, int from, int to) {
+  return mix(symm_test::seed() ^ mix(static_cast<std::uint64_t>(round) ^
+                                     mix(static_cast<std::uint64_t>(from) << 16 | static_cast<std::uint64_t>(to)))) %
+         6;
+}
+//! Element e of row r of what team PE `from` sends team PE `to`.
+std::int64_t row_element(int from, int to, std::uint64_t r, std::size_t e) {
+  return from * 1000000 + to * 10000 + static_cast<std::int64_t>(r) * 10 + static_cast<std::int64_t>(e);
+}
+
+//! One alltoallv over `t` with rows of 3 elements, checked row by row on this PE. Every world PE calls it (the arrays
+//! are allocated collectively, sized for the world); PEs outside `t` only allocate.
+void check_alltoallv(symm::world& world, const symm::team& t, int round) {
+  constexpr std::size_t row = 3;
+  const std::size_t most = 5 * row * static_cast<std::size_t>(world.n_pes()); // 5 rows from each PE at most
+  symm::array<std::uint64_t> send_counts(world, static_cast<std::size_t>(world.n_pes()));
+  symm::array<std::int64_t> src(world, most), dst(world, most + 7);
+  if (!t.valid()) return;
+  const int n = t.n_pes(), me = t.my_pe();
+  std::size_t at = 0;
+  for (int k = 0; k < n; ++k) {
+    send_counts.local()[static_cast<std::size_t>(k)] = rows_sent(round, me, k);
+    for (std::uint64_t r = 0; r < rows_sent(round, me, k); ++r)
+      for (std::size_t e = 0; e < row; ++e)
+        src.local()[at++] = row_element(me, k, r, e);
+  }
+  std::fill(dst.local().begin(), dst.local().end(), -1);
+  std::vector<std::uint64_t> received(static_cast<std::size_t>(n), 99);
+  // dst: whole rows only (the last 7 elements are not a row: a view of the rows); send_counts: one per team PE
+  const std::size_t got = symm::alltoallv(
+      t, dst.ref().subarray(0, most), received, src, send_counts.ref().subarray(0, static_cast<std::size_t>(n)), row);
+  std::size_t expected_rows = 0;
+  at = 0;
+  for (int k = 0; k < n; ++k) {
+    const std::uint64_t count = rows_sent(round, k, me);
+    PE_REQUIRE_EQ(received[static_cast<std::size_t>(k)], count);
+    expected_rows += count;
+    for (std::uint64_t r = 0; r < count; ++r)
+      for (std::size_t e = 0; e < row; ++e)
+        PE_REQUIRE_EQ(dst.local()[at++], row_element(k, me, r, e));
+  }
+  PE_REQUIRE_EQ(got, expected_rows);
+  while (at < dst.size())
+    PE_REQUIRE_EQ(dst.local()[at++], std::int64_t{-1}); // nothing written past the rows received
+}
+} // namespace
+
+TEST_CASE("alltoallv: each PE's rows for each PE, by source in team order, counts read from the senders",
+          "[collectives][alltoallv]") {
+  CAPTURE(symm_test::seed());
+  for (int n : {1, 2, 3, 4}) {
+    REQUIRE_NOTHROW(on_pes(n, [](symm::world& world) {
+      for (int round = 0; round < 4; ++round)
+        check_alltoallv(world, world.team(), round);
+      // A strided team (every other PE), and the world again after it: team indices, not world PEs, index the counts.
+      if (world.n_pes() >= 2) {
+        auto odd = world.team().split_strided(1, 2, world.n_pes() / 2);
+        check_alltoallv(world, odd, 10);
+      }
+      check_alltoallv(world, world.team(), 11);
+    }));
+  }
+}
+
+TEST_CASE("alltoallv: a dst too small takes what fits, says who sent what, and the others go on",
+          "[collectives][alltoallv][errors]") {
+  REQUIRE_NOTHROW(on_pes(3, [](symm::world& world) {
+    const int me = world.my_pe();
+    auto t = world.team();
+    symm::array<std::uint64_t> counts(world, 3);
+    symm::array<int> src(world, 12), dst(world, 12);
+    std::fill(counts.local().begin(), counts.local().end(), 2); // 2 rows of 2 elements to everyone
+    for (std::size_t i = 0; i < 12; ++i)
+      src.local()[i] = me * 100 + static_cast<int>(i);
+    std::fill(dst.local().begin(), dst.local().end(), -1);
+    std::vector<std::uint64_t> received(3);
+    if (me == 1) { // room for 3 rows: PE 0's 2 fit, then 1 of PE 1's own, PE 2's none
+      PE_REQUIRE_ERROR(symm::alltoallv(t, dst.ref().subarray(0, 6), received, src, counts, 2),
+                       symm::errc::extent_mismatch, "PE 1", "PE 1 sends 2 rows after 2 rows", "dst holds 3 rows");
+      PE_REQUIRE(received == std::vector<std::uint64_t>{2, 2, 2});
+      const std::vector<int> want{0 + 4, 0 + 5, 0 + 6, 0 + 7, 100 + 4, 100 + 5, -1, -1, -1, -1, -1, -1};
+      PE_REQUIRE(std::vector<int>(dst.local().begin(), dst.local().end()) == want);
+    } else {
+      PE_REQUIRE_EQ(symm::alltoallv(t, dst, received, src, counts, 2), std::size_t{6});
+    }
+    // Arguments every PE gets wrong alike: each PE says so itself.
+    PE_REQUIRE_ERROR(symm::alltoallv(t, dst, received, src, counts, 0), symm::errc::invalid_argument, "row length");
+    PE_REQUIRE_ERROR(symm::alltoallv(t, dst, received, src, counts, 5), symm::errc::extent_mismatch, "dst has 12",
+                     "rows of 5");
+    std::vector<std::uint64_t> two(2);
+    PE_REQUIRE_ERROR(symm::alltoallv(t, dst, two, src, counts, 2), symm::errc::invalid_argument, "recv_counts 2",
+                     "3 PEs");
+    counts.local()[0] = 5;
+    PE_REQUIRE_ERROR(symm::alltoallv(t, dst, received, src, counts, 2), symm::errc::invalid_argument,
+                     "add up to 9 rows", "src holds 6 rows");
+    PE_REQUIRE_ERROR(symm::alltoallv(t, dst, received, dst, counts, 2), symm::errc::invalid_argument, "overlap");
+    // The PEs disagree on the row length (each call right on its own): every PE sees every PE's call.
+    std::fill(counts.local().begin(), counts.local().end(), 1);
+    PE_REQUIRE_ERROR(symm::alltoallv(t, dst, received, src, counts, me == 0 ? 3 : 2), symm::errc::allocation_mismatch,
+                     "alltoallv of 4-byte elements in rows of 3", "rows of 2");
+    std::fill(counts.local().begin(), counts.local().end(), 2);
+    PE_REQUIRE_EQ(symm::alltoallv(t, dst, received, src, counts, 2), std::size_t{6}); // still works after all that
+  }));
+}
+
 TEST_CASE("collectives check their arguments and the PEs' calls", "[collectives][errors]") {
   REQUIRE_NOTHROW(on_pes(3, [](symm::world& world) {
     const int me = world.my_pe();

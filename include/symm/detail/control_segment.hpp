@@ -40,6 +40,7 @@ enum class collective_kind : std::uint64_t {
                        //!< dst size
   barrier = 7,         //!< a host barrier user code asked for (barrier_all, sync_all, a team's, barrier_scope)
   finalize = 8,        //!< the world's finalize
+  team_alltoallv = 9,  //!< symm::alltoallv; args: the element (see describe_alltoallv_element), row length, 0
 };
 
 //! Teams a PE can belong to at once besides the world: each live team takes one host barrier channel of the control

@@ -143,6 +143,9 @@ inline std::string describe(const collective_request& r) {
     case collective_kind::team_collective:
       return fmt::format("collective operation #{}: {} with src of {} and dst of {} elements", r.sequence,
                          describe_collective_call(r.args[0]), r.args[1], r.args[2]);
+    case collective_kind::team_alltoallv:
+      return fmt::format("collective operation #{}: alltoallv of {}-byte elements in rows of {}", r.sequence,
+                         r.args[0] & 0xffff, r.args[1]);
     case collective_kind::none: break;
   }
   return fmt::format("collective operation #{}: nothing", r.sequence);
