@@ -2,6 +2,7 @@
 // single-process multi-GPU programs.
 #pragma once
 
+#include <symm/detail/env.hpp>
 #include <symm/world.hpp>
 
 #include <signal.h>
@@ -10,7 +11,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <mutex>
@@ -104,8 +104,9 @@ inline std::string describe_status(int status) {
 
 //! PEs as threads share one CUDA context, whose streams share CUDA_DEVICE_MAX_CONNECTIONS hardware queues (8 unless
 //! set). A queue starts its work in order, so a PE's stream work waiting behind that PE's barrier or signal-wait kernel
-//! (which waits for the other PEs) holds back another PE's stream on the same queue, and the job deadlocks. symm asks
-//! for CUDA's most, 32, before CUDA initialises, unless the user chose a number; once per process.
+//! (which waits for the other PEs) can hold back another PE's stream on the same queue, and the job deadlocks. symm
+//! asks for CUDA's most, 32, unless the user chose a number; once per process. It only helps when CUDA has not started
+//! in the process yet, and only while the PEs' streams are at most 32 (docs/launching.md).
 inline void request_hardware_queues_for_thread_pes() {
   static std::once_flag once;
   std::call_once(once, [] { set_env_default("CUDA_DEVICE_MAX_CONNECTIONS", "32"); });

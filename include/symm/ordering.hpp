@@ -24,7 +24,7 @@ SYMM_HOST_DEVICE inline void quiet() {
                  cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);
                  detail::rma_quiet();
                }),
-               (detail::require_current_world("symm::quiet()").quiet();))
+               (detail::require_current_world("symm::quiet()").quiet("symm::quiet()");))
 }
 
 //! Orders puts to each PE (see above). Host, cuda backend: blocking and non-blocking operations all go through the
@@ -38,7 +38,7 @@ SYMM_HOST_DEVICE inline void fence() {
                  detail::rma_fence();
                }),
                (if (auto& world = detail::require_current_world("symm::fence()"); world.kind() == backend::host) {
-                 world.quiet();
+                 world.quiet("symm::fence()");
                }))
 }
 

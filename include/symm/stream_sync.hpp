@@ -75,7 +75,6 @@ inline future<> stream_team_barrier(cudaStream_t stream, const team& t, bool com
   team_state& s = *t.state();
   s.require_member(what);
   world_state& w = stream_world(&s.world(), what);
-  (void) complete_first; // the cuda backend's stream has completed this PE's operations already
 #  if SYMM_NVSHMEM_BACKEND()
   if (s.rma_peer()) { // symm's stores cannot reach every team PE: NVSHMEM's barrier, over the team NVSHMEM made
     if (s.nvshmem_team() == no_nvshmem_team) {
@@ -91,6 +90,11 @@ inline future<> stream_team_barrier(cudaStream_t stream, const team& t, bool com
     SYMM_TRY_CUDA(cudaGetLastError());
     return future<>(std::make_shared<stream_completion>(stream, what, w.my_pe()));
   }
+  // The stream has completed this PE's copies and kernels; what it sent through NVSHMEM RMA (to PEs outside the team
+  // too) NVSHMEM's quiet completes, as its barrier would.
+  if (complete_first && w.kind() == backend::nvshmem) nvshmemx_quiet_on_stream(stream);
+#  else
+  (void) complete_first; // the stream has completed this PE's copies, stream writes and kernels already
 #  endif
   stream_barrier_kernel<team_ref><<<1, stream_barrier_threads, 0, stream>>>(t.ref(), w.collective_flags_offset());
   SYMM_TRY_CUDA(cudaGetLastError());

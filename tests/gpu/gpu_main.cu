@@ -31,6 +31,8 @@ void print_crash_site(int sig) {
 } // namespace
 
 int main(int argc, char** argv) {
+  void* warm_up[1];
+  (void) ::backtrace(warm_up, 1); // loads what backtrace needs now, not inside the handler
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL})
     std::signal(sig, print_crash_site);
   int devices = symm_gpu_test::probe_device_count();

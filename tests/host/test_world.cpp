@@ -506,14 +506,17 @@ TEST_CASE("the environment: symm reads it in one thread while another sets varia
   const auto name_of = [](int i) { return "SYMM_TEST_ENV_" + std::to_string(i); };
   const std::optional<std::string> path = symm::detail::get_env("PATH");
   REQUIRE(path.has_value());
-  std::atomic<bool> done{false};
+  std::atomic<bool> started{false}, done{false};
   int reads = 0, wrong = 0;
   std::thread reader([&] {
+    started = true;
     while (!done.load()) {
       if (symm::detail::get_env("PATH") != path) ++wrong;
       ++reads;
     }
   });
+  while (!started.load()) // so that the reads overlap the writes (without the lock this crashes only by chance)
+    std::this_thread::yield();
   for (int i = 0; i < added; ++i)
     symm::detail::set_env_default(name_of(i).c_str(), std::to_string(i).c_str());
   symm::detail::set_env_default(name_of(0).c_str(), "changed"); // a value already set stays

@@ -531,7 +531,7 @@ public:
   }
 
   //! Completes every operation this PE started. `what` names the symm call, for errors.
-  void quiet(std::string_view what = "symm::quiet()") {
+  void quiet(std::string_view what) {
 #if SYMM_CUDA_BACKEND()
     if (cuda_) cuda_->quiet(what);
 #else

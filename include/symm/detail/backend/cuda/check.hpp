@@ -54,9 +54,10 @@ inline bool is_capture_error(CUresult status) noexcept {
 }
 //! What a capture error means for a symm user, appended to its message.
 inline constexpr std::string_view capture_error_hint =
-    "; a CUDA stream capture is under way on this thread: a symm call that blocks the host or synchronises a stream "
-    "cannot be recorded into a CUDA graph, and CUDA has now invalidated the capture (end it and capture again with "
-    "only the stream forms, which docs/guide.md lists under \"Stream-ordered steps and CUDA graphs\")";
+    "; a CUDA stream capture is under way (on this thread, or in global mode on another): a symm call that blocks the "
+    "host or synchronises a stream cannot be recorded into a CUDA graph, and CUDA may have invalidated the capture "
+    "(end it and capture again with only the stream forms, which docs/guide.md lists under \"Stream-ordered steps "
+    "and CUDA graphs\")";
 
 //! Throws symm::error(errc::cuda) for a failed runtime call, after clearing the runtime's last error so
 //! that a later, unrelated cudaGetLastError does not report it again (sticky errors stay, by design).
