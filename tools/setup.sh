@@ -10,6 +10,8 @@
 # both backends; without one only the host backend, whose CCCL headers are then fetched from PyPI (the
 # nvidia-cuda-cccl package, into the private prefix `tools/find-cccl.py --prefix` prints), where Meson finds them.
 # SYMM_TOOLKIT=none: behave as on a machine without a toolkit even if there is one (the no-toolkit CI stage).
+# SYMM_NVSHMEM_HEADERS=1: also unpack NVSHMEM's headers, only the include/ of PyPI's nvidia-nvshmem-cu13 wheel, into
+# the same cache (beside CCCL's), for the NVSHMEM twin of benchmarks/compile_time.py; =PATH.whl: from that wheel.
 # Prints one line per thing installed and nothing else on success.
 
 symm_setup() {
@@ -146,6 +148,44 @@ symm_setup() {
       rm -f "$log"; return 1
     fi
     echo "setup.sh: installed cuobjdump and nvdisasm 13.5.37 (pip: nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm)"
+  fi
+
+  # --- on request, NVSHMEM's headers (include/ only) for the NVSHMEM twin of benchmarks/compile_time.py -----------
+  # The nvidia-nvshmem-cu13 wheel is 60 MB, nearly all libraries; the compile-only twin needs its 0.8 MB of headers.
+  # They go beside CCCL's in the per-user cache, where compile_time.py looks; nvshmem.h is unpacked last, so that its
+  # presence means the whole directory is there.
+  if [ -n "${SYMM_NVSHMEM_HEADERS:-}" ] && [ "$SYMM_NVSHMEM_HEADERS" != 0 ]; then
+    local nvshmem_version=3.4.5 nvshmem_prefix nvshmem_wheel nvshmem_tmp
+    nvshmem_prefix="$(dirname "$(python3 "$here/find-cccl.py" --prefix)")/nvidia-nvshmem-cu13-$nvshmem_version"
+    if [ ! -f "$nvshmem_prefix/nvidia/nvshmem/include/nvshmem.h" ]; then
+      nvshmem_tmp="$(mktemp -d "${TMPDIR:-/tmp}/symm-nvshmem.XXXXXX")"
+      case "$SYMM_NVSHMEM_HEADERS" in
+        *.whl) nvshmem_wheel="$SYMM_NVSHMEM_HEADERS" ;; # a wheel already downloaded
+        *)
+          python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+            -d "$nvshmem_tmp" "nvidia-nvshmem-cu13==$nvshmem_version" >"$log" 2>&1 || true
+          nvshmem_wheel="$(find "$nvshmem_tmp" -maxdepth 1 -name 'nvidia_nvshmem_cu13-*.whl' | head -n 1)"
+          ;;
+      esac
+      if [ -z "$nvshmem_wheel" ] || ! python3 -c '
+import sys, zipfile
+include = "nvidia/nvshmem/include/"
+with zipfile.ZipFile(sys.argv[1]) as wheel:
+    names = [n for n in wheel.namelist() if n.startswith(include) and not n.endswith("/")]
+    last = include + "nvshmem.h"
+    if last not in names:
+        sys.exit(f"{sys.argv[1]}: no {last}")
+    for name in sorted(names, key=lambda n: n == last):
+        wheel.extract(name, sys.argv[2])
+' "$nvshmem_wheel" "$nvshmem_prefix" >>"$log" 2>&1; then
+        cat "$log" >&2
+        echo "setup.sh: error: could not unpack NVSHMEM's headers (nvidia-nvshmem-cu13==$nvshmem_version, ${nvshmem_wheel:-not downloaded}) into $nvshmem_prefix (log above)." >&2
+        echo "  SYMM_NVSHMEM_HEADERS=/path/to/nvidia_nvshmem_cu13-$nvshmem_version-*.whl uses a wheel fetched by hand." >&2
+        rm -rf "$nvshmem_tmp"; rm -f "$log"; return 1
+      fi
+      rm -rf "$nvshmem_tmp"
+      echo "setup.sh: unpacked NVSHMEM's headers (nvidia-nvshmem-cu13 $nvshmem_version, include/ only) into $nvshmem_prefix"
+    fi
   fi
   rm -f "$log"
   return 0
