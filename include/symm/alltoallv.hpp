@@ -135,14 +135,18 @@ template <detail::collective_buffer Dst, class RecvCounts, detail::collective_bu
     if (d.offset < from.offset + from.bytes() && from.offset < d.offset + d.bytes() && d.size != 0 && from.size != 0) {
       SYMM_THROW(errc::invalid_argument, "PE {}: {} on {}: dst and src overlap", me, what, s.name());
     }
+    // What this PE sends must lie in its src: the receivers read its counts and its rows without checking again.
     const std::uint64_t* mine = counts.on(me);
+    const std::uint64_t src_rows = from.size / row_length;
     std::uint64_t sending = 0;
-    for (std::size_t k = 0; k < n; ++k)
+    for (std::size_t k = 0; k < n; ++k) {
+      if (mine[k] > src_rows - sending) { // no sum that wraps around passes
+        SYMM_THROW(errc::invalid_argument,
+                   "PE {}: {} on {}: send_counts[0..{}] add up to more than the {} rows of {} elements src holds "
+                   "(send_counts[{}] = {})",
+                   me, what, s.name(), k, src_rows, row_length, k, mine[k]);
+      }
       sending += mine[k];
-    if (sending > from.size / row_length) {
-      SYMM_THROW(errc::invalid_argument,
-                 "PE {}: {} on {}: send_counts add up to {} rows, but src holds {} rows of {} elements", me, what,
-                 s.name(), sending, from.size / row_length, row_length);
     }
     w.agree(detail::collective_request{0,
                                        detail::collective_kind::team_alltoallv,

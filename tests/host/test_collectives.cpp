@@ -518,7 +518,10 @@ TEST_CASE("alltoallv: a dst too small takes what fits, says who sent what, and t
                      "3 PEs");
     counts.local()[0] = 5;
     PE_REQUIRE_ERROR(symm::alltoallv(t, dst, received, src, counts, 2), symm::errc::invalid_argument,
-                     "add up to 9 rows", "src holds 6 rows");
+                     "send_counts[0..1] add up to more than the 6 rows", "send_counts[1] = 2");
+    counts.local()[0] = ~std::uint64_t{0}; // a sum that would wrap around to 3
+    PE_REQUIRE_ERROR(symm::alltoallv(t, dst, received, src, counts, 2), symm::errc::invalid_argument,
+                     "send_counts[0..0] add up to more than the 6 rows");
     PE_REQUIRE_ERROR(symm::alltoallv(t, dst, received, dst, counts, 2), symm::errc::invalid_argument, "overlap");
     // The PEs disagree on the row length (each call right on its own): every PE sees every PE's call.
     std::fill(counts.local().begin(), counts.local().end(), 1);
