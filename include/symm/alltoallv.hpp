@@ -98,16 +98,8 @@ template <detail::collective_buffer Dst, class RecvCounts, detail::collective_bu
                   "symm::alltoallv: send_counts must be a symmetric array of std::uint64_t");
     using T = std::remove_cv_t<detail::buffer_element<Dst>>;
     constexpr const char* what = "symm::alltoallv";
-    if (!t.state()) {
-      SYMM_THROW(errc::invalid_argument,
-                 "{} on an invalid team: the handle is empty (default-made, moved from or "
-                 "destroyed)",
-                 what);
-    }
-    detail::team_state& s = *t.state();
-    s.require_member(what);
+    detail::team_state& s = detail::collective_team(t.state(), what);
     detail::world_state& w = s.world();
-    w.require_alive(what);
     const int me = w.my_pe();
     if (w.kind() != backend::host) {
       SYMM_THROW(errc::unsupported,

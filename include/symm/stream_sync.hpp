@@ -16,6 +16,7 @@
 #include <symm/detail/config.hpp>
 
 #if SYMM_CUDA_COMPILATION() && SYMM_CUDA_BACKEND()
+#  include <symm/detail/collective_common.hpp>
 #  include <symm/detail/collective_device.hpp>
 #  include <symm/detail/world_state.hpp>
 #  include <symm/future.hpp>
@@ -68,12 +69,7 @@ inline world_state& stream_world(world_state* world, const char* what) {
 
 //! barrier_all / sync_all on a stream; `complete_first`: barrier_all (NVSHMEM's barrier completes RMA, its sync not).
 inline future<> stream_team_barrier(cudaStream_t stream, const team& t, bool complete_first, const char* what) {
-  if (!t.state()) {
-    SYMM_THROW(errc::invalid_argument,
-               "{} on an invalid team: the handle is empty (default-made, moved from or destroyed)", what);
-  }
-  team_state& s = *t.state();
-  s.require_member(what);
+  team_state& s = collective_team(t.state(), what);
   world_state& w = stream_world(&s.world(), what);
 #  if SYMM_NVSHMEM_BACKEND()
   if (s.rma_peer()) { // symm's stores cannot reach every team PE: NVSHMEM's barrier, over the team NVSHMEM made

@@ -171,16 +171,20 @@ constexpr std::int64_t collective_call_code(collective_id c, op_code op, int roo
 
 //! The team as the collectives need it on the host; throws errc::invalid_argument for an invalid or destroyed team or
 //! a finalized world.
-inline team_state& collective_team(const std::shared_ptr<team_state>& state, collective_id c) {
+//! `what` names the call for the messages (alltoallv, the stream barriers).
+inline team_state& collective_team(const std::shared_ptr<team_state>& state, const char* what) {
   if (!state) {
     SYMM_THROW(errc::invalid_argument,
                "{} on an invalid team: the handle is empty (default-made, moved from or "
                "destroyed)",
-               collective_name(c));
+               what);
   }
-  state->require_member(collective_name(c));
-  state->world().require_alive(collective_name(c));
+  state->require_member(what);
+  state->world().require_alive(what);
   return *state;
+}
+inline team_state& collective_team(const std::shared_ptr<team_state>& state, collective_id c) {
+  return collective_team(state, collective_name(c));
 }
 
 //! Host-side checks of a collective's arguments, with messages that name the PE, the team and the sizes.
