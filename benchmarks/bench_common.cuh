@@ -22,6 +22,8 @@
 //     allreduce_bw, reduce_scatter_bw; scope "stream": host-issued, or "block": device-side, one block per PE), the
 //     same for every implementation: input pattern, size sweep, lockstep timing of all PEs, verification of every PE's
 //     result after the timed launches;
+//   - bench::halo_step_points(): a put to the right neighbour and a barrier of all PEs on a stream, issued per step
+//     (scope "eager") or replayed from a CUDA graph recorded once (scope "graph"), per-step time at any PE count;
 //   - bench::context::row(): the one CSV row format of the suite, on stdout of PE 0:
 //       impl,benchmark,scope,pes,bytes,iters,median_us,min_us,p90_us,gbps,round,grid,threads,note
 //     median/min/p90 are microseconds per iteration; gbps = payload bytes / median (1 GB = 1e9 B), 0 for latencies
@@ -185,6 +187,8 @@ inline void usage(const char* prog) {
       "  to --coll-block-max-bytes): broadcast and\n"
       "  allreduce the vector; fcollect the gathered dst (N x src); alltoall the src (= dst, N blocks);\n"
       "  reduce_scatter the src (N x dst). gbps = bytes / median (algorithm bandwidth).\n"
+      "halo_step (any PE count; scopes eager and graph): a put of 8 B, 4K or 64K to PE (pe + 1) %% N and a barrier\n"
+      "  of all PEs on a stream, issued per step or replayed from a CUDA graph; microseconds per step.\n"
       "Environment equivalents: BENCH_PES BENCH_MAX_BYTES BENCH_SMALL_MAX_BYTES BENCH_MIN_BYTES BENCH_REPS\n"
       "  BENCH_TARGET_MS BENCH_LAT_TARGET_MS BENCH_MAX_ITERS BENCH_MIN_ITERS BENCH_TIMEOUT_S BENCH_FILTER BENCH_ROUND\n"
       "  BENCH_SWEEP_FACTOR BENCH_COLD_SPAN BENCH_COLL_MAX_BYTES BENCH_COLL_BLOCK_MAX_BYTES (argv wins).\n"
@@ -1273,6 +1277,81 @@ void collective_sweep(context& c, coll_kind kind, const char* scope, void* src, 
       c.row(name, scope, shape->bytes, m.iters, m.st.median_us, m.st.min_us, m.st.p90_us, true, best.info);
       if (vs.size() > 1)
         c.note("%s %s %zu, %d PEs: best %s", name, scope, shape->bytes, c.npes(), best.info.note.c_str());
+    }
+  }
+}
+
+// ---- halo_step: one step of an iterative program, eager or replayed from a CUDA graph -------------------------------
+// The step: a put of `bytes` from this PE's src into its right neighbour's dst (PE (pe + 1) % n), then a barrier of
+// all PEs, both ordered on the stream (the halo exchange of a stencil, the smallest step that needs both). Scope
+// "eager": the step's calls are issued again for every iteration; scope "graph": they are recorded once into a CUDA
+// graph (stream capture, thread-local mode, on a stream of the harness's), which every iteration launches
+// (cudaGraphLaunch), so the host's per-call work is gone and only the graph's launch remains. The implementation gives
+// `enqueue(stream, bytes)`, the step's calls on a stream; both scopes run that same function, so they do the same work
+// (its barrier must count its rounds in device memory, or the replays would all wait for the recorded round). Per-step
+// time, every PE in lockstep, at any PE count; afterwards every PE checks that its dst holds its left neighbour's src
+// (the pattern of seed left + 1) and the row is dropped, VERIFY FAILED, when one does not.
+inline constexpr std::size_t halo_step_sizes[] = {8, 4 * KiB, 64 * KiB};
+
+class recorded_step {
+public:
+  template <class Enqueue>
+  recorded_step(Enqueue& enqueue, std::size_t bytes) {
+    BENCH_CUDA(cudaStreamCreateWithFlags(&capture_, cudaStreamNonBlocking));
+    BENCH_CUDA(cudaStreamBeginCapture(capture_, cudaStreamCaptureModeThreadLocal));
+    enqueue(capture_, bytes);
+    BENCH_CUDA(cudaStreamEndCapture(capture_, &graph_));
+    BENCH_CUDA(cudaGraphInstantiate(&exec_, graph_, 0));
+  }
+  ~recorded_step() {
+    cudaGraphExecDestroy(exec_);
+    cudaGraphDestroy(graph_);
+    cudaStreamDestroy(capture_);
+  }
+  recorded_step(const recorded_step&) = delete;
+  recorded_step& operator=(const recorded_step&) = delete;
+  // Uploads the graph on `s` and waits: the first launch would do it otherwise, inside the timing.
+  void upload(cudaStream_t s) {
+    BENCH_CUDA(cudaGraphUpload(exec_, s));
+    BENCH_CUDA(cudaStreamSynchronize(s));
+  }
+  void launch(cudaStream_t s) { BENCH_CUDA(cudaGraphLaunch(exec_, s)); }
+
+private:
+  cudaStream_t capture_{};
+  cudaGraph_t graph_{};
+  cudaGraphExec_t exec_{};
+};
+
+template <class Enqueue>
+void halo_step_points(context& c, void* local_dst, Enqueue&& enqueue) {
+  const int left = (c.pe + c.npes() - 1) % c.npes();
+  for (const char* scope : {"eager", "graph"}) {
+    if (!c.opt.wants("halo_step", scope)) continue;
+    const bool graph = std::string_view(scope) == "graph";
+    for (std::size_t bytes : halo_step_sizes) {
+      set_step("%s halo_step %s %zu bytes, %d PEs", c.impl.c_str(), scope, bytes, c.npes());
+      BENCH_CUDA(cudaMemsetAsync(local_dst, 0, bytes, c.stream));
+      BENCH_CUDA(cudaStreamSynchronize(c.stream));
+      std::optional<recorded_step> step;
+      if (graph) {
+        step.emplace(enqueue, bytes);
+        step->upload(c.stream);
+      }
+      c.link.barrier(); // every dst is clear before any PE's first put
+      measurement m = measure(
+          [&](long long n) {
+            for (long long i = 0; i < n; ++i)
+              if (graph) step->launch(c.stream);
+              else enqueue(c.stream, bytes);
+          },
+          c.stream, c.opt, c.opt.lat_target_ms, &c.link);
+      BENCH_CUDA(cudaStreamSynchronize(c.stream));
+      c.link.barrier();
+      const unsigned long long bad = count_mismatches(local_dst, bytes, std::uint32_t(left + 1), c.stream);
+      if (!verify_all(c, bad, bytes / 4)) continue;
+      c.row("halo_step", scope, bytes, m.iters, m.st.median_us, m.st.min_us, m.st.p90_us, false,
+            {0, 0, graph ? "one cudaGraphLaunch per step" : "the calls per step"});
     }
   }
 }

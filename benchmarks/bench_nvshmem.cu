@@ -421,6 +421,15 @@ void two_sided_points(context& c, const buffers& b) {
 // for the reductions (reducescatter: nreduce = dst floats, src holds N blocks of them).
 constexpr std::size_t reduce_scatter_max_bytes = 64 * MiB;
 
+// halo_step (bench::halo_step_points): NVSHMEM's on-stream put and barrier, as its users write a stream step.
+void step_points(context& c, const buffers& b) {
+  const int right = (c.pe + 1) % c.npes();
+  halo_step_points(c, b.dst, [&b, right](cudaStream_t s, std::size_t bytes) {
+    nvshmemx_putmem_on_stream(b.dst, b.src, bytes, right, s);
+    nvshmemx_barrier_all_on_stream(s);
+  });
+}
+
 void collective_points(context& c, const buffers& b, std::size_t region) {
   for (coll_kind kind : coll_kinds) {
     collective_sweep(c, kind, "stream", b.src, b.dst, region, [&](const coll_shape& sh) {
@@ -535,6 +544,7 @@ int main(int argc, char** argv) {
     bulk(c, b, direction::put, bulk_scopes[0]);
   }
   if (c.pairs()) two_sided_points(c, b);
+  step_points(c, b);
   collective_points(c, b, region); // last: they overwrite src
 
   set_step("teardown");

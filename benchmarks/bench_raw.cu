@@ -262,6 +262,21 @@ struct coll_args {
   int* err;                 // set when a peer stays silent for spin_timeout_ns
 };
 
+// halo_step's barrier of all PEs, one warp: thread q meets PE q. Arrivals are counted per pair of PEs in device memory
+// (sent[q]: this PE's arrivals at PE q; flags[q] on PE p: q's arrivals at p), never passed from the host, so that a
+// graph replaying this kernel counts a new round each time. The stream has completed the step's copy before the
+// kernel starts; the release store publishes it. A timeout sets *err.
+__global__ void raw_step_barrier(ptr_table flags, unsigned long long* sent, int pe, int npes, int* err) {
+  for (int q = int(threadIdx.x); q < npes; q += int(blockDim.x)) {
+    if (q == pe) continue;
+    const unsigned long long round = sent[q] + 1;
+    sent[q] = round;
+    st_release_sys(reinterpret_cast<unsigned long long*>(flags.p[q]) + pe, round);
+    const auto* mine = reinterpret_cast<const unsigned long long*>(flags.p[pe]) + q;
+    if (!wait_geq([&] { return ld_acquire_sys(mine); }, round, err)) return;
+  }
+}
+
 // Block-level barrier with block blockIdx.x of every PE; false (for the whole block) on a timeout.
 __device__ __forceinline__ bool coll_barrier(const coll_args& a, unsigned long long e) {
   __syncthreads(); // the block's loads and stores before the signal (the release below is cumulative through it)
@@ -543,6 +558,8 @@ void close_heap(context& c, heap& h) {
 // of each heap (after src and dst).
 struct ctrl_layout {
   static constexpr std::size_t pp_flag = 0, bar_flag = 64, signal = 128, payload = 192, err = 256, sink = 320;
+  // halo_step's barrier: unsigned long long [max_pes] arrival counts from each PE, then [max_pes] of this PE's own.
+  static constexpr std::size_t step_flags = 64 * KiB, step_sent = step_flags + max_pes * 8;
   // The collective kernels' barrier flags: unsigned long long [coll_max_blocks][max_pes].
   static constexpr std::size_t coll_flags = 512 * KiB, coll_flags_bytes = coll_max_blocks * max_pes * 8;
   static constexpr std::size_t atomics = 1 * MiB, atomics_bytes = 3 * MiB, sinks = 4 * MiB, bytes = 8 * MiB;
@@ -784,6 +801,25 @@ void two_sided_points(context& c, const buffers& b) {
   }
 }
 
+// halo_step (bench::halo_step_points): the copy engine puts into the right neighbour's dst through its mapping
+// (cudaMemcpyAsync, as a hand-written stream step would), then raw_step_barrier.
+void step_points(context& c, const heap& h, std::size_t region) {
+  const int right = (c.pe + 1) % c.npes();
+  ptr_table flags{};
+  for (int k = 0; k < c.npes(); ++k)
+    flags.p[k] = h.peers[std::size_t(k)] + 2 * region + ctrl_layout::step_flags;
+  auto* sent = reinterpret_cast<unsigned long long*>(h.local + 2 * region + ctrl_layout::step_sent);
+  int* err = reinterpret_cast<int*>(h.local + 2 * region + ctrl_layout::err);
+  char* to = h.peers[std::size_t(right)] + region;
+  const char* from = h.local;
+  const int pe = c.pe, npes = c.npes();
+  halo_step_points(c, h.local + region, [=](cudaStream_t s, std::size_t bytes) {
+    BENCH_CUDA(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, s));
+    raw_step_barrier<<<1, 32, 0, s>>>(flags, sent, pe, npes, err);
+  });
+  check_err(err, "halo_step");
+}
+
 // The collective points (bench::collective_sweep). Every kernel is tried with two grid sizes (one block per 16 KiB
 // and per 128 KiB of the PE's work, capped so that all PEs' grids are resident together), allreduce up to
 // one_shot_max_bytes both algorithms; the row is the best, the log names it.
@@ -907,6 +943,7 @@ int main(int argc, char** argv) {
     }
     two_sided_points(c, b);
   }
+  step_points(c, h, region);
   collective_points(c, h, region); // last: they overwrite src
 
   set_step("teardown");

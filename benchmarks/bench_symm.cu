@@ -379,6 +379,18 @@ __global__ void __launch_bounds__(coll_block_threads)
   }
 }
 
+//! halo_step (bench::halo_step_points): symm's stream forms, put into the right neighbour and a barrier of the world
+//! team; the futures are dropped, as a step on a stream does (they do not wait when destroyed).
+void step_points(context& c, state& s) {
+  const int right = (c.pe + 1) % c.npes();
+  symm::team team = s.world->team();
+  symm::array_ref<char> src = *s.src, dst = *s.dst;
+  halo_step_points(c, dst.local().data(), [&, right](cudaStream_t st, std::size_t bytes) {
+    (void) symm::put(st, symm::remote(dst, right).first(bytes), src.local().first(bytes));
+    (void) symm::barrier_all(st, team);
+  });
+}
+
 //! The collective points (bench::collective_sweep: broadcast_bw, fcollect_bw, alltoall_bw, allreduce_bw,
 //! reduce_scatter_bw): scope "stream", symm's stream form on the world team, one call per iteration, a future
 //! collected per call; scope "block", symm's device form in one block per PE (block_collective); every PE in lockstep.
@@ -494,6 +506,7 @@ int main(int argc, char** argv) {
       bulk(c, s, direction::put, bulk_scopes[0]);
     }
     if (c.pairs()) two_sided_points(c, s);
+    step_points(c, s);
     collective_points(c, s); // last: they overwrite src
 
     set_step("teardown");

@@ -1,7 +1,8 @@
 // Stream-ordered synchronisation (symm/stream_sync.hpp) and CUDA graphs: quiet, team barriers and signal waits on a
 // stream order a step without the host waiting; a step of stream forms recorded by stream capture and replayed a
-// thousand times gives the right result at every replay; what cannot be recorded says so. PEs as processes and as
-// threads; every value checked on the device against what each replay must produce.
+// thousand times gives the right result at every replay; a recorded user kernel's symm views are parameters that an
+// instantiated graph can swap (cudaGraphExecKernelNodeSetParams); what cannot be recorded says so. PEs as processes and
+// as threads; every value checked on the device against what each replay must produce.
 #include "gpu_support.cuh"
 
 #if __has_include(<catch2/catch_test_macros.hpp>)
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <span>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -56,6 +58,50 @@ check_replayed_step(const std::uint64_t* step, const std::uint64_t* halo, const 
     if (sum[i] != want) atomicAdd(errors, 1u);
     if (i < h && (halo[i] != value_of(left, s, i) || piped[i] != value_of(left, s, i))) atomicAdd(errors, 1u);
   }
+}
+
+//! A user kernel with symm views as parameters: element i of the right neighbour's `dst` becomes value + i.
+__global__ void store_to_right(symm::array_ref<std::uint64_t> dst, int right, std::uint64_t value) {
+  for (std::size_t i = threadIdx.x; i < dst.size(); i += blockDim.x)
+    symm::remote(dst, right)[i] = value + i;
+}
+
+//! Counts the elements of this PE's `dst` that are not value + i.
+__global__ void count_not_stored(symm::array_ref<std::uint64_t> dst, std::uint64_t value, unsigned* errors) {
+  for (std::size_t i = threadIdx.x; i < dst.size(); i += blockDim.x)
+    if (dst.local()[i] != value + i) atomicAdd(errors, 1u);
+}
+
+//! The kernel node of `graph` that launches `kernel` (exactly one).
+cudaGraphNode_t kernel_node_of(cudaGraph_t graph, const void* kernel) {
+  std::size_t count = 0;
+  GPU_CHECK(cudaGraphGetNodes(graph, nullptr, &count));
+  std::vector<cudaGraphNode_t> nodes(count);
+  GPU_CHECK(cudaGraphGetNodes(graph, nodes.data(), &count));
+  cudaGraphNode_t found = nullptr;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type;
+    GPU_CHECK(cudaGraphNodeGetType(node, &type));
+    if (type != cudaGraphNodeTypeKernel) continue;
+    cudaKernelNodeParams params{};
+    GPU_CHECK(cudaGraphKernelNodeGetParams(node, &params));
+    if (params.func != kernel) continue;
+    if (found != nullptr) throw std::runtime_error("the graph launches the kernel twice");
+    found = node;
+  }
+  if (found == nullptr) throw std::runtime_error("the graph does not launch the kernel");
+  return found;
+}
+
+//! Points kernel node `node` of `exec` at new arguments, keeping its launch shape.
+template <class... Args>
+void set_kernel_arguments(cudaGraphExec_t exec, cudaGraphNode_t node, Args... args) {
+  cudaKernelNodeParams params{};
+  GPU_CHECK(cudaGraphKernelNodeGetParams(node, &params));
+  void* pointers[] = {&args...};
+  params.kernelParams = pointers;
+  params.extra = nullptr;
+  GPU_CHECK(cudaGraphExecKernelNodeSetParams(exec, node, &params));
 }
 
 } // namespace
@@ -176,6 +222,66 @@ TEST_CASE("a step of stream forms captured into a CUDA graph is right at each of
       world.barrier();
     }));
   }
+}
+
+TEST_CASE("a recorded kernel's symm views are parameters that cudaGraphExecKernelNodeSetParams can replace", "[gpu]["
+                                                                                                             "graph]") {
+  REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(2, [](symm::world& world) {
+    const int me = world.my_pe(), n = world.n_pes(), right = (me + 1) % n;
+    constexpr std::size_t count = 1024;
+    constexpr int replays = 5;
+    symm::array<std::uint64_t> first(world, count), second(world, count);
+    unsigned* errors = nullptr;
+    GPU_CHECK(cudaMalloc(&errors, sizeof(unsigned)));
+    symm_gpu_test::fill_now(errors, 0, sizeof(unsigned));
+    symm_gpu_test::fill_now(first.local().data(), 0, first.size_bytes());
+    symm_gpu_test::fill_now(second.local().data(), 0, second.size_bytes());
+    cudaStream_t s;
+    GPU_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    world.barrier();
+
+    // Store into the right neighbour, barrier, check what the left one stored, barrier (before the next replay stores).
+    GPU_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    store_to_right<<<1, 256, 0, s>>>(first, right, 1000);
+    (void) symm::barrier_all(s, world.team());
+    count_not_stored<<<1, 256, 0, s>>>(first, 1000, errors);
+    (void) symm::barrier_all(s, world.team());
+    cudaGraph_t graph;
+    GPU_CHECK(cudaStreamEndCapture(s, &graph));
+    cudaGraphExec_t exec;
+    GPU_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    GPU_CHECK(cudaGraphUpload(exec, s)); // before any PE's replay waits (test above)
+    GPU_CHECK(cudaStreamSynchronize(s));
+    world.barrier();
+    for (int r = 0; r < replays; ++r)
+      GPU_CHECK(cudaGraphLaunch(exec, s));
+    GPU_CHECK(cudaStreamSynchronize(s));
+    const unsigned wrong_first = symm_gpu_test::host_copy_of(errors, 1)[0];
+    PE_REQUIRE_EQ(wrong_first, 0u);
+
+    // The same graph, its two user kernels pointed at another symmetric array and value: no new capture.
+    set_kernel_arguments(exec, kernel_node_of(graph, reinterpret_cast<const void*>(store_to_right)),
+                         symm::array_ref<std::uint64_t>(second), right, std::uint64_t{2000});
+    set_kernel_arguments(exec, kernel_node_of(graph, reinterpret_cast<const void*>(count_not_stored)),
+                         symm::array_ref<std::uint64_t>(second), std::uint64_t{2000}, errors);
+    world.barrier(); // every PE's graph is updated before any PE launches it
+    for (int r = 0; r < replays; ++r)
+      GPU_CHECK(cudaGraphLaunch(exec, s));
+    GPU_CHECK(cudaStreamSynchronize(s));
+    const unsigned wrong_second = symm_gpu_test::host_copy_of(errors, 1)[0];
+    PE_REQUIRE_EQ(wrong_second, 0u);
+    const std::vector<std::uint64_t> kept = symm_gpu_test::local_to_host(first);
+    const std::vector<std::uint64_t> stored = symm_gpu_test::local_to_host(second);
+    for (std::size_t i = 0; i < count; i += 97) {
+      PE_REQUIRE_EQ(kept[i], 1000 + i);
+      PE_REQUIRE_EQ(stored[i], 2000 + i);
+    }
+    GPU_CHECK(cudaGraphExecDestroy(exec));
+    GPU_CHECK(cudaGraphDestroy(graph));
+    GPU_CHECK(cudaStreamDestroy(s));
+    GPU_CHECK(cudaFree(errors));
+    world.barrier();
+  }));
 }
 
 TEST_CASE("what a CUDA graph cannot record says so: a recorded operation's future, a host barrier, bad teams",
