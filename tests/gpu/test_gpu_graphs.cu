@@ -16,6 +16,7 @@
 #include <span>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -106,7 +107,9 @@ void set_kernel_arguments(cudaGraphExec_t exec, cudaGraphNode_t node, Args... ar
 
 } // namespace
 
-TEST_CASE("quiet, team barriers and signal waits on a stream order a ring exchange without the host", "[gpu][stream]") {
+TEST_CASE("quiet, team barriers and signal waits on a stream order a ring exchange without the host, over overlapping "
+          "teams too",
+          "[gpu][stream]") {
   REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(4, [](symm::world& world) {
     const int me = world.my_pe(), n = world.n_pes(), right = (me + 1) % n, left = (me + n - 1) % n;
     constexpr std::size_t count = 1 << 16;
@@ -114,8 +117,8 @@ TEST_CASE("quiet, team barriers and signal waits on a stream order a ring exchan
     symm::array<std::uint64_t> src(world, count), dst(world, count), piped(world, count);
     symm::signal ready(world), taken(world);
     unsigned* errors = nullptr;
-    GPU_CHECK(cudaMalloc(&errors, 2 * sizeof(unsigned)));
-    symm_gpu_test::fill_now(errors, 0, 2 * sizeof(unsigned));
+    GPU_CHECK(cudaMalloc(&errors, 3 * sizeof(unsigned)));
+    symm_gpu_test::fill_now(errors, 0, 3 * sizeof(unsigned));
     cudaStream_t s;
     GPU_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     world.barrier(); // every PE's CUDA set-up is done before any waiting kernel runs (gpu_support.cuh)
@@ -144,10 +147,30 @@ TEST_CASE("quiet, team barriers and signal waits on a stream order a ring exchan
       (void) symm::put_signal(s, symm::remote(piped, left).first(0), std::span<const std::uint64_t>{},
                               symm::remote(taken, left), step, symm::signal_op::set);
     }
+    // Overlapping teams on one stream (the rows and columns of split_2d, then the world): their barriers count on the
+    // same flags, per pair of PEs, so they may follow each other in any order the PEs share. Each step puts into the
+    // next PE of my row (into dst), then of my column (into piped); each team's barrier orders the check of what the
+    // previous PE of that team put, and its closing sync (the team's, or the world's at even steps) the next put.
+    symm::team everyone = world.team();
+    auto [row, column] = everyone.split_2d(2);
+    (void) symm::barrier_all(s, world.team()); // every PE has checked the signal steps' piped rows
+    for (int step = 1; step <= steps; ++step) {
+      for (auto [t, into] : {std::pair{&row, &dst}, std::pair{&column, &piped}}) {
+        const int size = t->n_pes(), at = t->my_pe();
+        const int next = t->world_pe((at + 1) % size), previous = t->world_pe((at + size - 1) % size);
+        fill_step<<<64, 256, 0, s>>>(src.local().data(), count, me, 200 + step);
+        (void) symm::put(s, symm::remote(*into, next), src.local());
+        (void) symm::barrier_all(s, *t);
+        count_wrong<<<64, 256, 0, s>>>(into->local().data(), count, previous, 200 + step, errors + 2);
+        const symm::team& closing = step % 2 == 0 ? everyone : *t;
+        (void) symm::sync_all(s, closing);
+      }
+    }
     symm::barrier_all(s, world.team()).wait();
-    const auto counted = symm_gpu_test::host_copy_of(errors, 2);
+    const auto counted = symm_gpu_test::host_copy_of(errors, 3);
     PE_REQUIRE_EQ(counted[0], 0u);
     PE_REQUIRE_EQ(counted[1], 0u);
+    PE_REQUIRE_EQ(counted[2], 0u);
     GPU_CHECK(cudaStreamDestroy(s));
     GPU_CHECK(cudaFree(errors));
     world.barrier();
@@ -224,8 +247,9 @@ TEST_CASE("a step of stream forms captured into a CUDA graph is right at each of
   }
 }
 
-TEST_CASE("a recorded kernel's symm views are parameters that cudaGraphExecKernelNodeSetParams can replace", "[gpu]["
-                                                                                                             "graph]") {
+TEST_CASE("a recorded kernel's symm views are parameters that cudaGraphExecKernelNodeSetParams can replace",
+          "[gpu]["
+          "graph]") {
   REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(2, [](symm::world& world) {
     const int me = world.my_pe(), n = world.n_pes(), right = (me + 1) % n;
     constexpr std::size_t count = 1024;
