@@ -10,8 +10,10 @@
 // finishes the collective with the others (so no PE is left waiting), then throws errc::extent_mismatch naming the
 // sending PE, its count, the rows before it and the capacity; its recv_counts say what was sent.
 //
-// This is the host form (host backend; plain copies through the mapped heaps between the team's host barriers, like
-// the host collectives). The GPU forms (counts in device memory, on a stream and from a kernel) follow it.
+// Two forms: from host code on the host backend (plain copies through the mapped heaps between the team's host
+// barriers, like the host collectives), and on a stream on the GPU backends, with the counts in device memory (a
+// kernel, detail/alltoallv_device.hpp; it can be recorded into a CUDA graph). The device form, from inside a kernel,
+// is to come.
 #pragma once
 
 #include <symm/concepts.hpp>
@@ -75,6 +77,31 @@ host_alltoallv_work(std::span<const int> members, int me, sym_buffer<T> dst, std
   return intake;
 }
 
+//! The checks every form makes on this PE's arguments: a row length, one count per team PE, whole rows, no overlap.
+template <class T>
+void check_alltoallv_args(const team_state& s, const char* what, const sym_buffer<T>& dst, std::size_t recv_counts,
+                          const sym_buffer<const T>& src, const sym_buffer<const std::uint64_t>& send_counts,
+                          std::size_t row_length) {
+  const int me = s.world().my_pe();
+  const std::size_t n = static_cast<std::size_t>(s.pes().size);
+  if (row_length == 0) SYMM_THROW(errc::invalid_argument, "PE {}: {} on {}: the row length is 0", me, what, s.name());
+  if (send_counts.size != n || recv_counts != n) {
+    SYMM_THROW(errc::invalid_argument,
+               "PE {}: {} on {}: send_counts has {} and recv_counts {} elements, but the team has {} PEs: one count "
+               "per team PE",
+               me, what, s.name(), send_counts.size, recv_counts, n);
+  }
+  if (dst.size % row_length != 0 || src.size % row_length != 0) {
+    SYMM_THROW(errc::extent_mismatch,
+               "PE {}: {} on {}: dst has {} and src {} elements; both must be whole rows of {} elements", me, what,
+               s.name(), dst.size, src.size, row_length);
+  }
+  if (dst.offset < src.offset + src.bytes() && src.offset < dst.offset + dst.bytes() && dst.size != 0 &&
+      src.size != 0) {
+    SYMM_THROW(errc::invalid_argument, "PE {}: {} on {}: dst and src overlap", me, what, s.name());
+  }
+}
+
 } // namespace detail
 
 //! alltoallv over team `t` from host code (host backend): see the top of this header. `send_counts` is a symmetric
@@ -84,7 +111,7 @@ host_alltoallv_work(std::span<const int> members, int me, sym_buffer<T> dst, std
 //! errc::allocation_mismatch listing each PE's call).
 //! Throws errc::invalid_argument for a row length of 0, a send count sum beyond src, or counts of the wrong size;
 //! errc::extent_mismatch when dst cannot hold what arrives (after the collective: see above); errc::unsupported on the
-//! GPU backends (the device forms are to come).
+//! GPU backends (their form takes a stream, below).
 //! \code
 //!   // route: this PE's tokens sorted by target PE; per_pe[k] of them go to PE k
 //!   symm::alltoallv(world.team(), inbox, arrived, tokens, per_pe, hidden);
@@ -104,31 +131,17 @@ template <detail::collective_buffer Dst, class RecvCounts, detail::collective_bu
     if (w.kind() != backend::host) {
       SYMM_THROW(errc::unsupported,
                  "PE {}: {}(team, ...) from host code runs on the host backend; this world uses the {} backend, whose "
-                 "heap is GPU memory (the stream and device forms of alltoallv are not there yet)",
-                 me, what, to_string(w.kind()));
+                 "heap is GPU memory: use the stream form, {}(stream, team, ...)",
+                 me, what, to_string(w.kind()), what);
     }
     const auto d = detail::host_sym_buffer<T>(dst);
     const auto from = detail::host_sym_buffer<const T>(src);
     const auto counts = detail::host_sym_buffer<const std::uint64_t>(send_counts);
-    const std::size_t n = static_cast<std::size_t>(s.pes().size);
     const std::span<std::uint64_t> received(std::ranges::data(recv_counts), std::ranges::size(recv_counts));
-    if (row_length == 0) SYMM_THROW(errc::invalid_argument, "PE {}: {} on {}: the row length is 0", me, what, s.name());
-    if (counts.size != n || received.size() != n) {
-      SYMM_THROW(errc::invalid_argument,
-                 "PE {}: {} on {}: send_counts has {} and recv_counts {} elements, but the team has {} PEs: one count "
-                 "per team PE",
-                 me, what, s.name(), counts.size, received.size(), n);
-    }
-    if (d.size % row_length != 0 || from.size % row_length != 0) {
-      SYMM_THROW(errc::extent_mismatch,
-                 "PE {}: {} on {}: dst has {} and src {} elements; both must be whole rows of {} elements", me, what,
-                 s.name(), d.size, from.size, row_length);
-    }
-    if (d.offset < from.offset + from.bytes() && from.offset < d.offset + d.bytes() && d.size != 0 && from.size != 0) {
-      SYMM_THROW(errc::invalid_argument, "PE {}: {} on {}: dst and src overlap", me, what, s.name());
-    }
+    detail::check_alltoallv_args(s, what, d, received.size(), from, counts, row_length);
     // What this PE sends must lie in its src: the receivers read its counts and its rows without checking again.
     const std::uint64_t* mine = counts.on(me);
+    const std::size_t n = static_cast<std::size_t>(s.pes().size);
     const std::uint64_t src_rows = from.size / row_length;
     std::uint64_t sending = 0;
     for (std::size_t k = 0; k < n; ++k) {
@@ -160,3 +173,143 @@ template <detail::collective_buffer Dst, class RecvCounts, detail::collective_bu
   }
 
 SYMM_END_NAMESPACE
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Host code on the CUDA backend, in files compiled by nvcc: a kernel on a stream, whose counts exist only in device
+// memory (a router kernel computed them), so that nothing waits for the host and the call can be recorded into a CUDA
+// graph. detail/alltoallv_device.hpp has the kernel.
+#if SYMM_CUDA_COMPILATION() && SYMM_CUDA_BACKEND()
+#  include <symm/detail/alltoallv_device.hpp>
+#  include <symm/detail/world_state.hpp>
+#  include <symm/future.hpp>
+
+#  include <cuda_runtime_api.h>
+
+#  include <memory>
+#  include <string>
+
+SYMM_BEGIN_NAMESPACE
+namespace detail {
+
+//! Completion of a stream alltoallv: the stream's, and then what the kernel recorded in this PE's status words, as a
+//! symm::error (the words are cleared, so each problem is reported once).
+class alltoallv_completion final : public completion {
+public:
+  alltoallv_completion(cudaStream_t stream, alltoallv_status* status, int pe, std::string team)
+      : stream_(stream, "symm::alltoallv(stream, ...)", pe), status_(status), pe_(pe), team_(std::move(team)) {}
+  bool ready() override {
+    if (!stream_.ready()) return false;
+    report();
+    return true;
+  }
+  void wait() override {
+    stream_.wait();
+    report();
+  }
+  bool waits_when_dropped() const noexcept override { return false; }
+
+private:
+  void report() const {
+    alltoallv_status found{};
+    SYMM_TRY_CUDA(cudaMemcpy(&found, status_, sizeof found, cudaMemcpyDeviceToHost));
+    if (found.problem == alltoallv_status::none) return;
+    SYMM_TRY_CUDA(cudaMemset(status_, 0, sizeof found));
+    if (found.problem == alltoallv_status::over_capacity) {
+      SYMM_THROW(errc::extent_mismatch,
+                 "PE {}: symm::alltoallv(stream, ...) on {}: PE {} sends {} rows after {} rows from the PEs before it, "
+                 "but dst holds {} rows of {} elements; the rows that did not fit were not written (recv_counts says "
+                 "what each PE sent)",
+                 pe_, team_, found.pe, found.count, found.rows_before, found.rows, found.row_length);
+    }
+    SYMM_THROW(errc::invalid_argument,
+               "PE {}: symm::alltoallv(stream, ...) on {}: PE {}'s send_counts give this PE {} rows after the {} it "
+               "sends the PEs before it, past the {} rows of {} elements src holds; those rows were not read",
+               pe_, team_, found.pe, found.count, found.rows_before, found.rows, found.row_length);
+  }
+
+  stream_completion stream_;
+  alltoallv_status* status_;
+  int pe_;
+  std::string team_;
+};
+
+} // namespace detail
+
+//! alltoallv on a stream (CUDA backend; nvcc-compiled host code): the same collective as the host form above, with
+//! send_counts (a symmetric array of t.n_pes() std::uint64_t) read on the GPU when the stream gets there, so a kernel
+//! enqueued before may compute them. `recv_counts`: t.n_pes() std::uint64_t in device memory (this PE's), where the
+//! kernel writes what each team PE sent. The future completes with the stream; its wait() (or ready() once true)
+//! throws what the kernel found: errc::extent_mismatch when dst could not hold what arrived, errc::invalid_argument
+//! when a sender's counts ran past its src (the host form checks that on the sender; here only the receivers can),
+//! naming the sending PE, its count and the capacity. Rows that do not fit are never written. Dropping the future does
+//! not wait; such a problem is then reported by the next stream alltoallv's future this PE waits for. Collective over
+//! the team, ordered with the team's other stream collectives and barriers like them (docs/guide.md). Throws at once,
+//! like the host form, for arguments that are wrong on this PE; errc::unsupported on the host backend and, on the
+//! nvshmem backend, for a team with a PE reached only through NVSHMEM RMA. \code
+//!   route<<<grid, block, 0, stream>>>(tokens, per_pe);          // per_pe: symm::array<std::uint64_t>(world, n)
+//!   symm::alltoallv(stream, world.team(), inbox, arrived, tokens, per_pe, hidden);
+//!   experts<<<grid, block, 0, stream>>>(inbox, arrived);         // arrived: device memory, n counts
+//! \endcode
+template <detail::collective_buffer Dst, class RecvCounts, detail::collective_buffer Src,
+          detail::collective_buffer SendCounts>
+  requires writable_contiguous_range_of<RecvCounts, std::uint64_t> future<>
+  alltoallv(cudaStream_t stream, const team& t, Dst&& dst, RecvCounts&& recv_counts, Src&& src,
+            SendCounts&& send_counts, std::size_t row_length) {
+    static_assert(detail::check_buffer_pair<Dst, Src>());
+    static_assert(std::is_same_v<std::remove_cv_t<detail::buffer_element<SendCounts>>, std::uint64_t>,
+                  "symm::alltoallv: send_counts must be a symmetric array of std::uint64_t");
+    using T = std::remove_cv_t<detail::buffer_element<Dst>>;
+    constexpr const char* what = "symm::alltoallv(stream, ...)";
+    detail::team_state& s = detail::collective_team(t.state(), what);
+    detail::world_state& w = s.world();
+    const int me = w.my_pe();
+    if (!heap_on_gpu(w.kind())) {
+      SYMM_THROW(errc::unsupported,
+                 "PE {}: {} runs a kernel, but this world uses the {} backend, whose heap is host memory; call "
+                 "symm::alltoallv(team, ...)",
+                 me, what, to_string(w.kind()));
+    }
+#  if SYMM_NVSHMEM_BACKEND()
+    if (s.rma_peer()) {
+      SYMM_THROW(errc::unsupported,
+                 "PE {}: {} on {}: a team PE is reached only through NVSHMEM RMA, which this form does not use yet", me,
+                 what, s.name());
+    }
+#  endif
+    const auto d = detail::host_sym_buffer<T>(dst);
+    const auto from = detail::host_sym_buffer<const T>(src);
+    const auto counts = detail::host_sym_buffer<const std::uint64_t>(send_counts);
+    std::uint64_t* const received = std::ranges::data(recv_counts);
+    const std::size_t n_received = std::ranges::size(recv_counts);
+    detail::check_alltoallv_args(s, what, d, n_received, from, counts, row_length);
+    cudaPointerAttributes where{};
+    const bool gpu_writes =
+        cudaPointerGetAttributes(&where, received) == cudaSuccess &&
+        (where.type == cudaMemoryTypeDevice || where.type == cudaMemoryTypeManaged ||
+         (where.type == cudaMemoryTypeHost && where.devicePointer != nullptr));
+    if (!gpu_writes) {
+      (void) cudaGetLastError();
+      SYMM_THROW(errc::invalid_argument,
+                 "PE {}: {} on {}: recv_counts ({}) is not memory the GPU can write; the kernel writes the counts "
+                 "there: give it device memory",
+                 me, what, s.name(), static_cast<const void*>(received));
+    }
+    const int n = s.pes().size;
+    const std::size_t shared = detail::alltoallv_shared_bytes(n);
+    if (shared > 48 * 1024) {
+      SYMM_THROW(errc::unsupported, "PE {}: {} on {}: {} PEs are more than the kernel's table holds (2048)", me, what,
+                 s.name(), n);
+    }
+    // The blocks from the sizes of dst and src, which every PE shares, so that block b meets block b everywhere.
+    const detail::collective_plan plan = detail::plan_stream_collective(
+        detail::collective_id::alltoall, d.bytes(), from.bytes(), false, w.collective_block_limit(), w.tuning());
+    auto* status = reinterpret_cast<detail::alltoallv_status*>(w.peer_bases()[me] + w.status_offset());
+    const detail::alltoallv_args<T> args{t.ref(), d, from, counts, received, row_length, status};
+    detail::alltoallv_stream_kernel<T>
+        <<<plan.blocks, plan.threads, shared, stream>>>(args, w.collective_flags_offset());
+    SYMM_TRY_CUDA(cudaGetLastError());
+    return future<>(std::make_shared<detail::alltoallv_completion>(stream, status, me, std::string(s.name())));
+  }
+
+SYMM_END_NAMESPACE
+#endif

@@ -399,22 +399,29 @@ public:
   }
   //! Bytes of that block: the world's device barrier flags (per channel, one arrival word per PE and this PE's epoch
   //! counter), then the teams' device barrier flags (at team_flags_offset()), then the flags of the kernels that
-  //! host-issued collectives launch (at collective_flags_offset()).
+  //! host-issued collectives launch (at collective_flags_offset()), then this PE's status words (status_offset()).
   static constexpr std::size_t system_area_bytes(int n_pes) noexcept {
-    return static_cast<std::size_t>(device_channels) * (static_cast<std::size_t>(n_pes) + 1) * sizeof(std::uint64_t) +
-           team_flags_bytes(n_pes) + collective_flags_bytes(n_pes);
+    return world_flags_bytes(n_pes) + team_flags_bytes(n_pes) + collective_flags_bytes(n_pes) + status_bytes;
   }
   //! Offset of the teams' device barrier flags in every heap: per channel, one arrival count per PE (written by that
   //! PE), then this PE's count of its own arrivals at each PE. Counting per pair of PEs, not per PE, lets teams that
   //! overlap use one channel one after another.
   [[nodiscard]] std::size_t team_flags_offset() const noexcept {
-    return system_offset_ + system_area_bytes(job_.n_pes) - team_flags_bytes(job_.n_pes) -
-           collective_flags_bytes(job_.n_pes);
+    return system_offset_ + world_flags_bytes(job_.n_pes);
   }
   //! Offset of the flags of host-issued collectives' kernels (symm/collectives.hpp): collective_flag_channels channels
   //! (one per block of such a kernel) laid out like the teams' flags. symm's own: no user barrier can disturb them.
   [[nodiscard]] std::size_t collective_flags_offset() const noexcept {
-    return system_offset_ + system_area_bytes(job_.n_pes) - collective_flags_bytes(job_.n_pes);
+    return team_flags_offset() + team_flags_bytes(job_.n_pes);
+  }
+  //! Offset of the words where symm's kernels leave what went wrong on this PE for the host to report (the stream
+  //! alltoallv's status, detail/alltoallv_device.hpp); zero while nothing did.
+  [[nodiscard]] std::size_t status_offset() const noexcept {
+    return collective_flags_offset() + collective_flags_bytes(job_.n_pes);
+  }
+  static constexpr std::size_t status_bytes = 256;
+  static constexpr std::size_t world_flags_bytes(int n_pes) noexcept {
+    return static_cast<std::size_t>(device_channels) * (static_cast<std::size_t>(n_pes) + 1) * sizeof(std::uint64_t);
   }
   static constexpr int collective_flag_channels = static_cast<int>(max_collective_blocks);
   static constexpr std::size_t collective_flags_bytes(int n_pes) noexcept {
