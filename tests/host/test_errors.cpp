@@ -8,6 +8,7 @@
 #include <csignal>
 #include <functional>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -45,6 +46,34 @@ TEST_CASE("a collective allocation with different sizes lists each PE's size", "
     // The heap is still usable afterwards, on every PE alike.
     symm::array<int> fine(world, 10);
     symm::remote(fine, 0)[static_cast<std::size_t>(world.my_pe())] = 1;
+    world.barrier();
+  }));
+}
+
+TEST_CASE("array_options: a bad alignment names the PE and the value; PEs that disagree get each one's request",
+          "[errors][heap][options]") {
+  REQUIRE_NOTHROW(on_pes(3, [](symm::world& world) {
+    const int me = world.my_pe();
+    const std::string pe = fmt::format("PE {}:", me);
+    PE_REQUIRE_ERROR(symm::array<int>(world, 10, {.alignment = 0}), symm::errc::invalid_argument, pe,
+                     "array_options::alignment = 0 is not a power of two");
+    PE_REQUIRE_ERROR(symm::array<int>(world, 10, {.alignment = 384}), symm::errc::invalid_argument, pe,
+                     "alignment = 384 is not a power of two");
+    PE_REQUIRE_ERROR(symm::scalar<int>(world, {.alignment = 3}), symm::errc::invalid_argument, pe, "alignment = 3");
+    PE_REQUIRE_ERROR((symm::array<int, 4>(world, {.alignment = std::size_t{1} << 62})), symm::errc::invalid_argument,
+                     pe, "alignment = 4611686018427387904", "base is aligned to");
+    // Those were refused before the agreement; the first collective allocation follows.
+    PE_REQUIRE_ERROR(symm::array<int>(world, 10, {.alignment = me == 1 ? std::size_t{4096} : std::size_t{256}}),
+                     symm::errc::allocation_mismatch, "the PEs did not ask for the same collective allocation",
+                     "PE 0: collective heap operation #1: allocate bytes 40, alignment 256\n",
+                     "PE 1: collective heap operation #1: allocate bytes 40, alignment 4096\n",
+                     "PE 2: collective heap operation #1: allocate bytes 40, alignment 256");
+    PE_REQUIRE_ERROR(symm::array<int>(world, 10, {.zeroed = me == 2}), symm::errc::allocation_mismatch,
+                     "PE 1: collective heap operation #2: allocate bytes 40, alignment 256\n",
+                     "PE 2: collective heap operation #2: allocate bytes 40, alignment 256, zero-filled");
+    // The heap is still usable afterwards, on every PE alike.
+    symm::array<int> fine(world, 10, {.zeroed = true, .alignment = 1024});
+    PE_REQUIRE_EQ(fine.offset() % 1024, 0u);
     world.barrier();
   }));
 }

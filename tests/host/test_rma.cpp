@@ -1,6 +1,7 @@
 // Put, get, p, g, non-blocking operations and the heap, on the host backend, as processes and as threads.
 #include <symm/symm.hpp>
 
+#include <algorithm>
 #include <array>
 #include <complex>
 #include <cstdint>
@@ -227,3 +228,65 @@ TEST_CASE("allocation is symmetric, and freed blocks are reused", "[heap]") {
     PE_REQUIRE_EQ(moved_to.size(), 10u);
   }));
 }
+
+TEST_CASE("array_options: zeroed arrays read 0 over a block written before, and alignment holds on every PE",
+          "[heap][options]") {
+  REQUIRE_NOTHROW(on_pes(3, [](symm::world& world) {
+    const int me = world.my_pe(), n = world.n_pes();
+    const auto all_zero = [](auto span) {
+      return std::all_of(span.begin(), span.end(), [](auto v) { return v == 0; });
+    };
+    std::size_t offset = 0;
+    {
+      symm::array<std::uint32_t> dirty(world, 1000);
+      std::fill(dirty.local().begin(), dirty.local().end(), 0xdeadbeefu);
+      offset = dirty.offset();
+      world.barrier();
+    }
+    symm::array<std::uint32_t> clean(world, 1000, {.zeroed = true});
+    PE_REQUIRE_EQ(clean.offset(), offset); // the block just written non-zero
+    PE_REQUIRE(all_zero(clean.local()));
+    std::fill(clean.local().begin(), clean.local().end(), 0xdeadbeefu);
+    world.barrier();
+    clean.reset();
+    // No PE returns before every PE has zeroed its part: a put made at once is not overwritten by the target's zeroing.
+    symm::array<std::uint32_t> raced(world, 1000, {.zeroed = true});
+    PE_REQUIRE_EQ(raced.offset(), offset);
+    symm::remote(raced, (me + 1) % n)[999] = static_cast<std::uint32_t>(me + 1);
+    world.barrier();
+    PE_REQUIRE_EQ(raced.local()[999], static_cast<std::uint32_t>((me + n - 1) % n + 1));
+    PE_REQUIRE(all_zero(raced.local().first(999)));
+    raced.reset();
+    {
+      symm::array<std::uint64_t, 64> dirty(world);
+      std::fill(dirty.local().begin(), dirty.local().end(), ~std::uint64_t{0});
+      world.barrier();
+    }
+    symm::array<std::uint64_t, 64> flags(world, {.zeroed = true}); // static extent
+    PE_REQUIRE(all_zero(flags.local()));
+    flags.reset();
+    {
+      symm::scalar<double> dirty(world);
+      dirty.local() = 3.5;
+      world.barrier();
+    }
+    symm::scalar<double> sum(world, {.zeroed = true});
+    PE_REQUIRE_EQ(sum.local(), 0.0);
+
+    // An odd-sized array first, so that an aligned one cannot land on the alignment by luck.
+    symm::array<char> odd(world, 300);
+    for (std::size_t alignment : {std::size_t{256}, std::size_t{512}, std::size_t{1024}, std::size_t{4096}}) {
+      symm::array<char> a(world, 3, {.alignment = alignment});
+      PE_REQUIRE_EQ(a.offset() % alignment, 0u);
+      PE_REQUIRE_EQ(reinterpret_cast<std::uintptr_t>(a.local().data()) % alignment, 0u);
+      for (int pe = 0; pe < n; ++pe)
+        PE_REQUIRE_EQ(reinterpret_cast<std::uintptr_t>(symm::remote(a, pe).address()) % alignment, 0u);
+    }
+    // Below the heap's 256 bytes and the element's own alignment, those apply.
+    symm::array<std::uint64_t> small(world, 5, {.zeroed = true, .alignment = 8});
+    PE_REQUIRE_EQ(small.offset() % 256, 0u);
+    PE_REQUIRE(all_zero(small.local()));
+    world.barrier();
+  }));
+}
+

@@ -18,8 +18,11 @@
 #endif
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <iterator>
 #include <memory>
@@ -129,7 +132,8 @@ inline std::string describe_collective_call(std::int64_t code) {
 inline std::string describe(const collective_request& r) {
   switch (r.kind) {
     case collective_kind::allocate:
-      return fmt::format("collective heap operation #{}: allocate bytes {}", r.sequence, r.args[0]);
+      return fmt::format("collective heap operation #{}: allocate bytes {}, alignment {}{}", r.sequence, r.args[0],
+                         static_cast<std::uint64_t>(r.args[1]), r.args[2] != 0 ? ", zero-filled" : "");
     case collective_kind::free:
       return fmt::format("collective heap operation #{}: free offset {}", r.sequence, r.args[0]);
     case collective_kind::split_strided:
@@ -491,19 +495,42 @@ public:
     team_channels_.erase(channel);
   }
 
-  //! Collective allocation: checks that every PE asked the same, then runs the deterministic allocator.
-  std::size_t allocate(std::size_t bytes, std::size_t alignment, std::string_view what) {
-    agree(collective_request{0, collective_kind::allocate, {to_arg(bytes), to_arg(alignment), 0}, team_channels_},
-          world_group(), what);
+  //! Collective allocation: checks that every PE asked the same (bytes, alignment, zero fill), then runs the
+  //! deterministic allocator. `alignment`: a power of two, at most max_alignment(). `zeroed`: this PE's bytes are set
+  //! to 0 (on the GPU on the cuda and nvshmem backends), and no PE returns before every PE has zeroed its part, so a
+  //! put made right after the allocation is never overwritten by the target's zeroing.
+  std::size_t allocate(std::size_t bytes, std::size_t alignment, std::string_view what, bool zeroed = false) {
+    agree(
+        collective_request{
+            0, collective_kind::allocate, {to_arg(bytes), to_arg(alignment), zeroed ? 1 : 0}, team_channels_},
+        world_group(), what);
     auto offset = allocator_->allocate(bytes, alignment);
     if (!offset) {
       SYMM_THROW(errc::heap_exhausted,
-                 "PE {}: {} needs {} bytes but the symmetric heap's largest free block is {} "
+                 "PE {}: {} needs {} bytes{} but the symmetric heap's largest free block is {} "
                  "bytes ({} of {} bytes in use); raise SYMM_HEAP_SIZE or world_options::heap_size (now {} bytes)",
-                 job_.pe, what, bytes, allocator_->largest_free_block(), allocator_->bytes_in_use(), heap_bytes_,
-                 heap_bytes_);
+                 job_.pe, what, bytes,
+                 alignment > heap_allocator::min_alignment ? fmt::format(" aligned to {}", alignment) : std::string{},
+                 allocator_->largest_free_block(), allocator_->bytes_in_use(), heap_bytes_, heap_bytes_);
+    }
+    if (zeroed) {
+      try {
+        zero_local(*offset, bytes);
+      } catch (...) {
+        allocator_->deallocate(*offset); // this PE fails; its world's end tells the others
+        throw;
+      }
+      (void) wait_for_all(world_group(), what);
     }
     return *offset;
+  }
+
+  //! The largest alignment an allocation can promise on this PE: the alignment of its own heap's base (a page or more
+  //! on the host backend, the VMM granularity on cuda), since heap offsets are what the PEs agree on.
+  [[nodiscard]] std::size_t max_alignment() const noexcept {
+    const auto base = reinterpret_cast<std::uintptr_t>(peer_bases_[static_cast<std::size_t>(job_.pe)]);
+    if (base == 0) return heap_allocator::max_capacity;
+    return std::min<std::size_t>(std::uintptr_t{1} << std::countr_zero(base), heap_allocator::max_capacity);
   }
 
   //! Collective free of the block at `offset`: every PE must free the same block at the same point.
@@ -517,6 +544,17 @@ public:
     quiet(what);
     agree(collective_request{0, collective_kind::free, {to_arg(offset), 0, 0}, team_channels_}, world_group(), what);
     allocator_->deallocate(offset);
+  }
+
+  //! Sets `bytes` bytes of this PE's own heap at `offset` to 0: a memset on the host backend, a cudaMemset on the GPU
+  //! heaps (complete on return).
+  void zero_local(std::size_t offset, std::size_t bytes) {
+    if (bytes == 0) return;
+    std::byte* local = peer_bases_[static_cast<std::size_t>(job_.pe)] + offset;
+#if SYMM_CUDA_BACKEND()
+    if (cuda_) return cuda_->zero(local, bytes);
+#endif
+    std::memset(local, 0, bytes);
   }
 
   //! Blocking copy between any two addresses this PE can reach (local or peer heap, or private memory).

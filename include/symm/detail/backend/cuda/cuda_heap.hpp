@@ -200,6 +200,12 @@ public:
     SYMM_TRY_CUDA(cudaStreamSynchronize(stream_));
   }
 
+  //! Sets `bytes` bytes of this PE's own heap at `local` to 0 on the device: complete on return.
+  void zero(void* local, std::size_t bytes) {
+    SYMM_TRY_CUDA(cudaMemsetAsync(local, 0, bytes, stream_));
+    SYMM_TRY_CUDA(cudaStreamSynchronize(stream_));
+  }
+
   std::shared_ptr<completion> copy_async(void* dst, const void* src, std::size_t bytes) {
     return copy_on(stream_, dst, src, bytes, "a non-blocking copy");
   }
