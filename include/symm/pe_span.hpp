@@ -3,6 +3,7 @@
 
 #include <symm/concepts.hpp>
 #include <symm/detail/backend/nvshmem/device_rma.hpp>
+#include <symm/detail/peer_table.hpp>
 #include <symm/detail/world_state.hpp>
 #include <symm/group.hpp>
 #include <symm/pe_ref.hpp>
@@ -64,6 +65,16 @@ public:
   //! The first element's address in this PE's mapping of PE pe()'s heap (valid in device code on the CUDA backend).
   [[nodiscard]] SYMM_HOST_DEVICE constexpr T* address() const noexcept { return address_; }
   [[nodiscard]] SYMM_HOST_DEVICE constexpr detail::world_state* world() const noexcept { return world_; }
+  //! NVSHMEM's nvshmem_ptr: the first element on PE pe() as a plain pointer, for loads and stores of one's own (a
+  //! hand-written kernel, a library that takes T*); null when this PE does not map that PE's heap (the nvshmem backend,
+  //! a peer on another node), where only symm's operations reach it. Host backend: host memory. cuda and nvshmem
+  //! backends: GPU memory, for device code and CUDA copies, not host loads. Valid while the symmetric object lives.
+  //! \code
+  //!   if (float* right = symm::remote(u, pe + 1).data()) my_kernel<<<g, b>>>(right, n);   // else: symm::put
+  //! \endcode
+  [[nodiscard]] SYMM_HOST_DEVICE constexpr T* data() const noexcept {
+    return detail::is_rma_address(address_) ? nullptr : address_;
+  }
 
   //! One remote element; not bounds-checked in device code (SYMM_CHECK applies to host code).
   [[nodiscard]] SYMM_HOST_DEVICE constexpr pe_ref<T> operator[](std::size_t i) const {

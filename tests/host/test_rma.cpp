@@ -5,6 +5,8 @@
 #include <array>
 #include <complex>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../pe_check.hpp"
@@ -280,7 +282,7 @@ TEST_CASE("array_options: zeroed arrays read 0 over a block written before, and 
       PE_REQUIRE_EQ(a.offset() % alignment, 0u);
       PE_REQUIRE_EQ(reinterpret_cast<std::uintptr_t>(a.local().data()) % alignment, 0u);
       for (int pe = 0; pe < n; ++pe)
-        PE_REQUIRE_EQ(reinterpret_cast<std::uintptr_t>(symm::remote(a, pe).address()) % alignment, 0u);
+        PE_REQUIRE_EQ(reinterpret_cast<std::uintptr_t>(symm::remote(a, pe).data()) % alignment, 0u);
     }
     // Below the heap's 256 bytes and the element's own alignment, those apply.
     symm::array<std::uint64_t> small(world, 5, {.zeroed = true, .alignment = 8});
@@ -290,3 +292,25 @@ TEST_CASE("array_options: zeroed arrays read 0 over a block written before, and 
   }));
 }
 
+TEST_CASE("remote(x, pe).data(): the peer's elements as a plain pointer where this PE maps its heap", "[rma][ptr]") {
+  REQUIRE_NOTHROW(on_pes(3, [](symm::world& world) {
+    const int me = world.my_pe(), n = world.n_pes();
+    symm::array<int> a(world, 8, {.zeroed = true});
+    for (int pe = 0; pe < n; ++pe) {
+      int* p = symm::remote(a, pe).data();
+      PE_REQUIRE(p != nullptr); // the host backend maps every PE's heap
+      PE_REQUIRE(p == symm::remote(a, pe).address());
+      PE_REQUIRE(symm::remote(a, pe).subspan(3).data() == p + 3);
+    }
+    PE_REQUIRE(symm::remote(a, me).data() == a.local().data());
+    static_assert(std::is_same_v<decltype(symm::remote(std::as_const(a), 0).data()), const int*>,
+                  "constness goes through the element type");
+    // Plain stores through it land in the peer's array.
+    symm::remote(a, (me + 1) % n).data()[me] = me + 10;
+    world.barrier();
+    const int left = (me + n - 1) % n;
+    PE_REQUIRE_EQ(a.local()[static_cast<std::size_t>(left)], left + 10);
+    PE_REQUIRE_EQ(symm::remote(a, left).data()[me], 0); // PE left's element me: nobody wrote it (3 PEs)
+    world.barrier();
+  }));
+}
