@@ -1102,8 +1102,8 @@ struct pe_launch {
 
 class job {
 public:
-  job(const options& opts, signal_channel& signals, const struct sigaction& sigpipe_action)
-      : opts_(opts), signals_(signals), sigpipe_action_(sigpipe_action) {
+  job(const options& opts, signal_channel& signals, const struct sigaction& sigpipe_action, std::string job_dir)
+      : opts_(opts), signals_(signals), sigpipe_action_(sigpipe_action), job_dir_(std::move(job_dir)) {
     check_sys(::getrlimit(RLIMIT_NOFILE, &open_files_), "getrlimit");
     if (opts_.tag_output) {
       raise_open_file_limit();
@@ -1323,6 +1323,9 @@ private:
   void on_pe_exit(int pe, int status) {
     pes_[static_cast<std::size_t>(pe)].running = false;
     --running_;
+    if (!stopping_ && on_global_exit()) {
+      return;
+    }
     const bool failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
     if (!failed && !stopping_ && running_ > 0 && !first_early_exit_) {
       first_early_exit_ = pe; // may explain a failure of the others (a PE that left without finalizing symm)
@@ -1339,6 +1342,26 @@ private:
     }
     first_failure_ = exit_code_of(status);
     stop();
+  }
+
+  // A PE that called symm::global_exit(code) left "PE CODE" in the job directory before it exited (symm/world.hpp):
+  // the job ends with that code, 0 included, whichever PE's exit is seen first.
+  bool on_global_exit() {
+    std::FILE* file = std::fopen((job_dir_ + "/global_exit").c_str(), "r");
+    if (file == nullptr) {
+      return false;
+    }
+    int pe = -1;
+    int code = 0;
+    const bool read = std::fscanf(file, "%d %d", &pe, &code) == 2;
+    std::fclose(file);
+    if (!read) {
+      return false;
+    }
+    say("PE {} called symm::global_exit({}); stopping the other PEs", pe, code);
+    first_failure_ = code & 0xff; // what the PE's own exit status carries
+    stop();
+    return true;
   }
 
   void on_signal(int signal) {
@@ -1425,6 +1448,7 @@ private:
   const options& opts_;
   signal_channel& signals_;
   struct sigaction sigpipe_action_;
+  std::string job_dir_;
   rlimit open_files_{};
 
   std::vector<pe_process> pes_;
@@ -1478,7 +1502,7 @@ job_result run(int argc, char** argv) {
     say("received {} before the PEs started; stopping", signal_name(*signal));
     return {128 + *signal, *signal};
   }
-  job pes(opts, signals, original_sigpipe);
+  job pes(opts, signals, original_sigpipe, dir.path());
   pes.start(program_path, variables);
   return pes.supervise();
 }

@@ -37,6 +37,24 @@ struct launch_options {
   std::chrono::milliseconds timeout{0};
 };
 
+//! What symm::launch throws (launch_mode::processes) when a PE called symm::global_exit: the other PEs were stopped.
+//! A symm::error with errc::peer_failed, so that code catching launch's errors sees it as the job's end.
+class global_exit_error : public error {
+public:
+  global_exit_error(int pe, int exit_code)
+      : error(
+            errc::peer_failed,
+            fmt::format("symm::launch: PE {} called symm::global_exit({}); the other PEs were stopped", pe, exit_code)),
+        pe_(pe), exit_code_(exit_code) {}
+  //! The PE that called it, and the code it passed.
+  [[nodiscard]] int pe() const noexcept { return pe_; }
+  [[nodiscard]] int exit_code() const noexcept { return exit_code_; }
+
+private:
+  int pe_;
+  int exit_code_;
+};
+
 namespace detail {
 
 //! A private job directory and a random token, removed with the launch.
@@ -59,9 +77,11 @@ public:
   launch_job& operator=(const launch_job&) = delete;
   ~launch_job() {
     ::unlink((dir_ + "/boot.sock").c_str());
+    ::unlink(fmt::format("{}/{}", dir_, global_exit_file).c_str());
     ::rmdir(dir_.c_str());
   }
   [[nodiscard]] job_info info(int pe) const { return job_info{pe, n_pes_, pe, n_pes_, dir_, token_, "symm::launch"}; }
+  [[nodiscard]] const std::string& dir() const noexcept { return dir_; }
 
 private:
   std::string dir_, token_;
@@ -117,7 +137,9 @@ inline void request_hardware_queues_for_thread_pes() {
 //! Runs `fn` as n PEs and returns when all have finished. fn is `void(symm::world&)` (launch makes each PE's world
 //! from options.world) or `void()` (fn makes its own). Processes mode forks one child per PE; when a PE fails (a
 //! non-zero exit, an exception, a signal) the others are stopped at once and launch throws errc::peer_failed naming
-//! the PE and how it ended. Threads mode runs the PEs as threads and rethrows the first PE's exception.
+//! the PE and how it ended; when a PE calls symm::global_exit(code), the others are stopped and launch throws
+//! symm::global_exit_error with the PE and the code. Threads mode runs the PEs as threads and rethrows the first PE's
+//! exception; there symm::global_exit ends the whole process.
 template <class Fn>
 void launch(int n_pes, Fn&& fn, const launch_options& options = {}) {
   if (n_pes < 1 || n_pes > 4096) {
@@ -208,6 +230,7 @@ void launch(int n_pes, Fn&& fn, const launch_options& options = {}) {
   // Reap in completion order; the first failure stops the rest (SIGTERM, then SIGKILL after a grace period). The
   // report names the root cause: a PE that failed by itself, before PEs that failed because a peer did.
   std::string failure, consequence;
+  std::optional<std::pair<int, int>> global_exit; // (PE, code) of a PE's symm::global_exit
   std::size_t remaining = children.size();
   auto stop_deadline = std::chrono::steady_clock::time_point::max();
   bool stopping = false;
@@ -255,6 +278,11 @@ void launch(int n_pes, Fn&& fn, const launch_options& options = {}) {
     int pe = static_cast<int>(it - children.begin());
     *it = -1;
     --remaining;
+    if (!global_exit && !timed_out && failure.empty() && (global_exit = detail::read_global_exit(job.dir()))) {
+      if (!stopping) stop_all(); // whichever PE ended first (the caller, or one its mark_failed ended)
+      continue;
+    }
+    if (global_exit) continue; // the others' ends are launch's doing
     bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (ok || timed_out) continue; // after a timeout, the PEs' ends are launch's doing
     bool root_cause = !(WIFEXITED(status) && WEXITSTATUS(status) == detail::exit_peer_failed);
@@ -263,6 +291,7 @@ void launch(int n_pes, Fn&& fn, const launch_options& options = {}) {
     // PEs that failed because of a peer saw the peer's failure themselves; the root cause stops the rest.
     if (root_cause && !stopping) stop_all();
   }
+  if (global_exit) throw global_exit_error(global_exit->first, global_exit->second);
   if (timed_out) throw error(errc::timeout, failure);
   if (!failure.empty()) throw error(errc::peer_failed, failure);
   if (!consequence.empty()) throw error(errc::peer_failed, consequence);

@@ -4,11 +4,17 @@
 #include <symm/detail/world_state.hpp>
 #include <symm/team.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <memory>
 #include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
 
 SYMM_BEGIN_NAMESPACE
 
@@ -29,7 +35,76 @@ inline void end_pe_after_failed_finalize(const error& failed) noexcept {
   std::fflush(nullptr);
   std::_Exit(failed.code() == errc::peer_failed ? exit_peer_failed : 1);
 }
+
+//! The file of the job directory through which symm::global_exit tells the launcher (symmrun, symm::launch) the job's
+//! exit status: "PE CODE\n", made by link() so that the first PE to call it wins.
+inline constexpr std::string_view global_exit_file = "global_exit";
+
+inline void record_global_exit(const std::string& job_dir, int pe, int code) noexcept {
+  if (job_dir.empty()) return;
+  const std::string mine = fmt::format("{}/{}.{}", job_dir, global_exit_file, pe);
+  const std::string shared = fmt::format("{}/{}", job_dir, global_exit_file);
+  const int fd = ::open(mine.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  const std::string text = fmt::format("{} {}\n", pe, code);
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  if (written) (void) ::link(mine.c_str(), shared.c_str()); // complete before anyone can read it; the first one wins
+  ::unlink(mine.c_str());
+}
+
+//! What a PE's symm::global_exit left in `job_dir`: (PE, code), or none.
+inline std::optional<std::pair<int, int>> read_global_exit(const std::string& job_dir) {
+  std::FILE* f = std::fopen(fmt::format("{}/{}", job_dir, global_exit_file).c_str(), "r");
+  if (f == nullptr) return std::nullopt;
+  int pe = -1, code = 0;
+  const bool read = std::fscanf(f, "%d %d", &pe, &code) == 2;
+  std::fclose(f);
+  if (!read) return std::nullopt;
+  return std::pair{pe, code};
+}
 } // namespace detail
+
+//! NVSHMEM's nvshmem_global_exit: ends every PE of the job, from one PE, with exit status `code` (as the operating
+//! system keeps it: code & 0xff). Does not return, and needs nothing from the other PEs: it marks this PE failed (the
+//! others' waits end with errc::peer_failed naming the call), tells the launcher the code through the job directory,
+//! flushes stdout and stderr and ends this process without running destructors or atexit handlers (std::_Exit).
+//! - under symmrun: symmrun stops the other PEs at once and exits with `code`, even 0, printing
+//!   "symmrun: PE k called symm::global_exit(code)";
+//! - under symm::launch with launch_mode::processes: launch stops the other PEs and throws symm::global_exit_error
+//!   (errc::peer_failed) carrying the PE and the code; the calling program goes on;
+//! - under symm::launch with launch_mode::threads: the PEs are threads of this process, so the process itself ends
+//!   with `code` (launch does not return);
+//! - under another launcher (mpirun, srun, torchrun): this process ends with `code`, the others end with status 3 at
+//!   their next wait (peer_failed), and the launcher reports what it reports for a rank that exits early.
+//! \code
+//!   if (!converged && iteration == max_iterations) symm::global_exit(2);
+//! \endcode
+[[noreturn]] inline void global_exit(int code) noexcept {
+  try {
+    detail::world_state* world = detail::current_world;
+    int pe = -1;
+    std::string job_dir;
+    if (world != nullptr) {
+      pe = world->my_pe();
+      if (!world->job().derived_dir) job_dir = world->job().job_dir; // a derived one is gone after the rendezvous
+    } else if (detail::launched_job) {
+      pe = detail::launched_job->pe;
+      job_dir = detail::launched_job->job_dir;
+    } else if (auto given = detail::get_env("SYMM_JOB_DIR"); given && detail::get_env("SYMM_PE")) {
+      pe = detail::env_int("SYMM_PE").value_or(-1);
+      job_dir = *given;
+    }
+    detail::record_global_exit(job_dir, pe, code);
+    if (world != nullptr && world->alive()) {
+      world->mark_failed(fmt::format("PE {} called symm::global_exit({})", pe, code));
+    }
+  } catch (...) {
+    // Ending the process is what was asked; what could not be told, the launcher learns from the exit status.
+  }
+  std::fflush(nullptr);
+  std::_Exit(code);
+}
 
 //! One PE's view of the job: constructing it joins the job (collective), destroying it leaves (collective).
 //!

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -175,6 +176,33 @@ TEST_CASE("launch reports which PE failed and how", "[launch][errors]") {
   REQUIRE_THROWS_WITH(symm::launch(4, failing, {.mode = symm::launch_mode::threads, .world = host}),
                       symm_test::contains_substring("boom on purpose"));
   REQUIRE_THROWS_WITH(symm::launch(0, failing), symm_test::contains_substring("n_pes = 0"));
+}
+
+TEST_CASE("symm::global_exit under launch: the other PEs are stopped and launch throws the PE and the code",
+          "[launch][errors]") {
+  symm::world_options host{.backend = symm::backend::host, .heap_size = 1 << 20};
+  for (int code : {7, 0}) {
+    const auto started = std::chrono::steady_clock::now();
+    bool thrown = false;
+    try {
+      symm::launch(4,
+                   [code](symm::world& world) {
+                     if (world.my_pe() == 1) symm::global_exit(code);
+                     // Busy elsewhere, not in a wait: stopped by launch, not waited for.
+                     if (world.my_pe() == 2) std::this_thread::sleep_for(std::chrono::seconds(30));
+                     world.barrier();
+                   },
+                   {.mode = symm::launch_mode::processes, .world = host});
+    } catch (const symm::global_exit_error& e) {
+      thrown = true;
+      CHECK(e.pe() == 1);
+      CHECK(e.exit_code() == code);
+      CHECK(e.code() == symm::errc::peer_failed);
+      CHECK_THAT(e.what(), symm_test::contains_substring(fmt::format("PE 1 called symm::global_exit({})", code)));
+    }
+    CHECK(thrown);
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
+  }
 }
 
 TEST_CASE("the meeting place comes from the launcher's job identity, never a fallback", "[world][identity]") {

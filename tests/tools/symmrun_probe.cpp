@@ -20,7 +20,8 @@
 //                     every PE finishes. A symm::error is printed and ends the PE with status 3.
 //   --fault K:HOW     PE K, instead of OPERATION, waits until the others are in it, writes
 //                     OUTDIR/fault.txt (CLOCK_MONOTONIC seconds) and ends by HOW: exit (_exit(5)), exit0
-//                     (_exit(0): its world is never finalized), abort, or kill (SIGKILL).
+//                     (_exit(0): its world is never finalized), abort, kill (SIGKILL), global_exit
+//                     (symm::global_exit(7)) or global_exit0 (symm::global_exit(0)).
 #include <symm/symm.hpp>
 
 #include <sys/resource.h>
@@ -167,6 +168,10 @@ int run_symm(const fs::path& outdir, const std::string& operation, int fault_pe,
         std::_Exit(5);
       } else if (fault_how == "exit0") {
         std::_Exit(0);
+      } else if (fault_how == "global_exit") {
+        symm::global_exit(7);
+      } else if (fault_how == "global_exit0") {
+        symm::global_exit(0);
       } else if (fault_how == "abort") {
         const rlimit no_core{0, 0}; // a core dump would only slow the test down
         ::setrlimit(RLIMIT_CORE, &no_core);
@@ -248,7 +253,8 @@ int main(int argc, char** argv) {
       }
       fault_pe = std::stoi(text.substr(0, colon));
       fault_how = text.substr(colon + 1);
-      if (fault_how != "exit" && fault_how != "exit0" && fault_how != "abort" && fault_how != "kill") {
+      if (fault_how != "exit" && fault_how != "exit0" && fault_how != "abort" && fault_how != "kill" &&
+          fault_how != "global_exit" && fault_how != "global_exit0") {
         die("unknown --fault kind " + fault_how);
       }
     } else {

@@ -502,6 +502,27 @@ class FaultTest(SymmrunTestCase):
                 self.assertIn(f"symmrun: PE 2 (pid {reports[2]['pid']}) exited with status 5\n", done.stderr)
                 self.assertEqual(done.stderr.count("symmrun: PE"), 1, done.stderr)
 
+    def test_pe_that_calls_global_exit(self):
+        # symm::global_exit(7): symmrun names the call, stops the others at once and exits with 7, whichever PE's end
+        # it sees first (the caller's, or one whose wait its mark ended).
+        for operation in self.OPERATIONS:
+            with self.subTest(operation=operation):
+                done, _ = self.run_fault(operation, 2, "global_exit")
+                self.assertEqual(done.returncode, 7, done.stderr)
+                self.assertIn("symmrun: PE 2 called symm::global_exit(7); stopping the other PEs\n", done.stderr)
+                self.assertEqual(done.stderr.count("symmrun: PE"), 1, done.stderr)
+
+    def test_global_exit_0_ends_the_job_with_status_0(self):
+        for name in os.listdir(self.outdir):
+            os.remove(os.path.join(self.outdir, name))
+        done, elapsed = self.probe(self.NPES, "--symm", "wait", "--fault", "1:global_exit0")
+        reports = self.reports(self.NPES)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("symmrun: PE 1 called symm::global_exit(0); stopping the other PEs\n", done.stderr)
+        self.assertLess(elapsed, 5.0, "the other PEs, waiting for a flag nobody sets, were not stopped")
+        self.assert_all_gone(reports)
+        self.assertEqual(self.job_directories(), [])
+
     def test_pe_that_exits_with_status_0_inside_the_operation(self):
         # symmrun sees no failure in PE 2 itself: the others notice that its process is gone (symm's liveness
         # check), fail with peer_failed naming PE 2, and symmrun's note names PE 2 and how it ended.
