@@ -408,3 +408,45 @@ TEST_CASE("the nvshmem backend: peers mapped or reached through NVSHMEM RMA, one
     REQUIRE(std::string(e.what()).find("one PE per process") != std::string::npos);
   }
 }
+
+namespace {
+//! Stores i + value into element i through a plain pointer (remote(x, pe).data()), as a hand-written kernel would.
+__global__ void store_through(std::uint32_t* peer, std::size_t n, std::uint32_t value) {
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    peer[i] = static_cast<std::uint32_t>(i) + value;
+}
+} // namespace
+
+TEST_CASE("array_options on the GPU heap: zeroed arrays read 0 where an array was written, alignment; data() is a "
+          "pointer a kernel stores through",
+          "[gpu][rma][options]") {
+  REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(2, [](symm::world& world) {
+    const int me = world.my_pe(), other = 1 - me;
+    constexpr std::size_t n = 1 << 14;
+    {
+      symm::array<std::uint32_t> dirty(world, n);
+      symm_gpu_test::fill_now(dirty.local().data(), 0xab, dirty.size_bytes());
+      world.barrier();
+    }
+    symm::array<std::uint32_t> zeroed(world, n, {.zeroed = true, .alignment = 4096});
+    PE_REQUIRE_EQ(reinterpret_cast<std::uintptr_t>(zeroed.local().data()) % 4096, std::uintptr_t{0});
+    const std::vector<std::uint32_t> read = symm_gpu_test::local_to_host(zeroed);
+    PE_REQUIRE(read == std::vector<std::uint32_t>(n, 0u));
+
+    std::uint32_t* peer = symm::remote(zeroed, other).data();
+    if (!world.state()->mapped(other)) {
+      PE_REQUIRE(peer == nullptr); // reached only through NVSHMEM RMA: no pointer to give
+    } else {
+      PE_REQUIRE(peer != nullptr);
+      world.barrier(); // every PE has read its zeros before the peer stores
+      store_through<<<16, 256>>>(peer, n, 1000u * static_cast<std::uint32_t>(me));
+      GPU_CHECK(cudaGetLastError());
+      GPU_CHECK(cudaDeviceSynchronize());
+      world.barrier();
+      const std::vector<std::uint32_t> stored = symm_gpu_test::local_to_host(zeroed);
+      for (std::size_t i = 0; i < n; i += 257)
+        PE_REQUIRE_EQ(stored[i], static_cast<std::uint32_t>(i) + 1000u * static_cast<std::uint32_t>(other));
+    }
+    world.barrier();
+  }));
+}
