@@ -12,11 +12,12 @@
 //
 // Two forms: from host code on the host backend (plain copies through the mapped heaps between the team's host
 // barriers, like the host collectives), and on a stream on the GPU backends, with the counts in device memory (a
-// kernel, detail/alltoallv_device.hpp; it can be recorded into a CUDA graph). The device form, from inside a kernel,
-// is to come.
+// kernel, detail/alltoallv_device.hpp; it can be recorded into a CUDA graph); and from device code, one group per PE
+// inside the user's kernel, which returns what it found to the calling threads (alltoallv_result).
 #pragma once
 
 #include <symm/concepts.hpp>
+#include <symm/detail/alltoallv_device.hpp>
 #include <symm/detail/collective_common.hpp>
 #include <symm/symmetric.hpp>
 #include <symm/team.hpp>
@@ -175,11 +176,54 @@ template <detail::collective_buffer Dst, class RecvCounts, detail::collective_bu
 SYMM_END_NAMESPACE
 
 // ---------------------------------------------------------------------------------------------------------------------
+// Device code: alltoallv from one group (a block, a warp, a thread, or the grid) per team PE, inside the user's kernel,
+// so that the router, the exchange and the experts can be one kernel. Between two sync_all rounds of the team on the
+// channel given: the PEs' counts and rows are ready at the first, and every PE has read them at the second.
+#if SYMM_CUDA_COMPILATION()
+SYMM_BEGIN_NAMESPACE
+
+//! alltoallv from device code: every thread of `group` on every team PE calls it (one group per PE), with the same
+//! row length and channel. `send_counts`, `src` and `dst` are symmetric arrays as for the host form; `recv_counts`
+//! t.n_pes() std::uint64_t that the group writes (this PE's memory: local, shared or a device buffer). Returns, to
+//! every thread, the rows received and the first problem found (alltoallv_result: rows past dst's capacity or past a
+//! sender's src are not moved). Not for teams with a PE reached only through NVSHMEM RMA (it traps, with a message).
+//! \code
+//!   __global__ void moe(symm::team_ref t, symm::array_ref<float> inbox, std::uint64_t* arrived,
+//!                       symm::array_ref<const float> tokens, symm::array_ref<const std::uint64_t> per_pe) {
+//!     auto block = cooperative_groups::this_thread_block();
+//!     symm::alltoallv_result got = symm::alltoallv(block, t, inbox, arrived, tokens, per_pe, hidden, 1);
+//!     if (!got.ok()) return;   // or report it
+//!   }
+//! \endcode
+template <cooperating_group Group, class T, std::size_t E1, class U, std::size_t E2, class C, std::size_t E3>
+  requires(std::is_same_v<std::remove_cv_t<T>, std::remove_cv_t<U>> && !std::is_const_v<T> &&
+           std::is_same_v<std::remove_cv_t<C>, std::uint64_t>)
+SYMM_DEVICE alltoallv_result
+alltoallv(const Group& group, const team_ref& t, array_ref<T, E1> dst, std::uint64_t* recv_counts, array_ref<U, E2> src,
+          array_ref<C, E3> send_counts, std::size_t row_length, int channel = 0) {
+  if (t.rma_peer()) {
+    ::printf("symm: alltoallv in device code on a team with a PE reached only through NVSHMEM RMA: not supported "
+             "(PE %d)\n",
+             t.world_my_pe());
+    __trap();
+  }
+  symm::sync_all(group, t, channel); // every PE's counts and rows are ready
+  const alltoallv_result got = detail::device_alltoallv(
+      static_cast<unsigned>(group.thread_rank()), static_cast<unsigned>(group.num_threads()), t,
+      detail::make_sym_buffer<T>(dst), recv_counts, detail::make_sym_buffer<const T>(src),
+      detail::make_sym_buffer<const std::uint64_t>(send_counts), row_length);
+  symm::sync_all(group, t, channel); // every PE has read this PE's counts and rows (nothing was stored remotely)
+  return got;
+}
+
+SYMM_END_NAMESPACE
+#endif
+
+// ---------------------------------------------------------------------------------------------------------------------
 // Host code on the CUDA backend, in files compiled by nvcc: a kernel on a stream, whose counts exist only in device
 // memory (a router kernel computed them), so that nothing waits for the host and the call can be recorded into a CUDA
 // graph. detail/alltoallv_device.hpp has the kernel.
 #if SYMM_CUDA_COMPILATION() && SYMM_CUDA_BACKEND()
-#  include <symm/detail/alltoallv_device.hpp>
 #  include <symm/detail/world_state.hpp>
 #  include <symm/future.hpp>
 
@@ -195,8 +239,9 @@ namespace detail {
 //! symm::error (the words are cleared, so each problem is reported once).
 class alltoallv_completion final : public completion {
 public:
-  alltoallv_completion(cudaStream_t stream, alltoallv_status* status, int pe, std::string team)
-      : stream_(stream, "symm::alltoallv(stream, ...)", pe), status_(status), pe_(pe), team_(std::move(team)) {}
+  alltoallv_completion(cudaStream_t stream, alltoallv_status* status, int pe, std::string team, std::size_t row_length)
+      : stream_(stream, "symm::alltoallv(stream, ...)", pe), status_(status), pe_(pe), team_(std::move(team)),
+        row_length_(row_length) {}
   bool ready() override {
     if (!stream_.ready()) return false;
     report();
@@ -212,25 +257,27 @@ private:
   void report() const {
     alltoallv_status found{};
     SYMM_TRY_CUDA(cudaMemcpy(&found, status_, sizeof found, cudaMemcpyDeviceToHost));
-    if (found.problem == alltoallv_status::none) return;
+    if (found.claimed == 0) return;
     SYMM_TRY_CUDA(cudaMemset(status_, 0, sizeof found));
-    if (found.problem == alltoallv_status::over_capacity) {
+    const alltoallv_result& r = found.first;
+    if (r.problem == alltoallv_result::problem_kind::over_capacity) {
       SYMM_THROW(errc::extent_mismatch,
                  "PE {}: symm::alltoallv(stream, ...) on {}: PE {} sends {} rows after {} rows from the PEs before it, "
                  "but dst holds {} rows of {} elements; the rows that did not fit were not written (recv_counts says "
                  "what each PE sent)",
-                 pe_, team_, found.pe, found.count, found.rows_before, found.rows, found.row_length);
+                 pe_, team_, r.pe, r.count, r.rows_before, r.rows_of_room, row_length_);
     }
     SYMM_THROW(errc::invalid_argument,
                "PE {}: symm::alltoallv(stream, ...) on {}: PE {}'s send_counts give this PE {} rows after the {} it "
                "sends the PEs before it, past the {} rows of {} elements src holds; those rows were not read",
-               pe_, team_, found.pe, found.count, found.rows_before, found.rows, found.row_length);
+               pe_, team_, r.pe, r.count, r.rows_before, r.rows_of_room, row_length_);
   }
 
   stream_completion stream_;
   alltoallv_status* status_;
   int pe_;
   std::string team_;
+  std::size_t row_length_;
 };
 
 } // namespace detail
@@ -308,7 +355,8 @@ template <detail::collective_buffer Dst, class RecvCounts, detail::collective_bu
     detail::alltoallv_stream_kernel<T>
         <<<plan.blocks, plan.threads, shared, stream>>>(args, w.collective_flags_offset());
     SYMM_TRY_CUDA(cudaGetLastError());
-    return future<>(std::make_shared<detail::alltoallv_completion>(stream, status, me, std::string(s.name())));
+    return future<>(
+        std::make_shared<detail::alltoallv_completion>(stream, status, me, std::string(s.name()), row_length));
   }
 
 SYMM_END_NAMESPACE

@@ -12,6 +12,9 @@
 
 #include <symm/alltoallv.hpp>
 
+#include <cooperative_groups.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -138,6 +141,43 @@ void exchange_rows(symm::world& world, std::size_t row_length) {
   world.barrier();
 }
 
+//! The device form, one block per PE: `steps` times route (into src and send_counts), exchange, check, all in one
+//! kernel. `tight`: dst holds one row less than arrives at the last step, which must be reported, not written past.
+template <class T>
+__global__ void exchange_in_kernel(
+    symm::team_ref t, symm::array_ref<T> src, symm::array_ref<T> dst, symm::array_ref<std::uint64_t> send_counts,
+    std::uint64_t* recv_counts, std::size_t row_length, int steps, unsigned* errors, symm::alltoallv_result* last) {
+  const auto block = cooperative_groups::this_thread_block();
+  const int me = t.my_pe(), n = t.n_pes();
+  for (int step = 1; step <= steps; ++step) {
+    const auto s = static_cast<std::uint64_t>(step);
+    std::uint64_t row = 0;
+    for (int to = 0; to < n; ++to) {
+      const std::uint64_t rows = rows_sent(me, to, s);
+      if (threadIdx.x == 0) send_counts.local()[to] = rows;
+      for (std::uint64_t j = 0; j < rows; ++j, ++row)
+        for (std::size_t e = threadIdx.x; e < row_length; e += blockDim.x)
+          src.local()[row * row_length + e] = element<T>(me, to, j, e, s);
+    }
+    const symm::alltoallv_result got = symm::alltoallv(block, t, dst, recv_counts, src, send_counts, row_length, 1);
+    std::uint64_t arrived = 0, checked = 0;
+    for (int from = 0; from < n; ++from) {
+      const std::uint64_t rows = rows_sent(from, me, s);
+      if (threadIdx.x == 0 && recv_counts[from] != rows) atomicAdd(errors, 1u);
+      for (std::uint64_t j = 0; j < rows; ++j, ++arrived) {
+        if ((arrived + 1) * row_length > dst.size()) continue; // did not fit: the result says so
+        ++checked;
+        for (std::size_t e = threadIdx.x; e < row_length; e += blockDim.x)
+          if (dst.local()[arrived * row_length + e] != element<T>(from, me, j, e, s)) atomicAdd(errors, 1u);
+      }
+    }
+    if (threadIdx.x == 0 && got.rows != checked) atomicAdd(errors, 1u);
+    if (threadIdx.x == 0) *last = got;
+    block.sync();
+    symm::sync_all(block, t, 1); // every PE has checked its dst before the next step's exchange writes into it
+  }
+}
+
 __global__ void set_counts(symm::array_ref<std::uint64_t> counts, std::uint64_t to_0, std::uint64_t to_1) {
   counts.local()[0] = to_0;
   counts.local()[1] = to_1;
@@ -160,6 +200,66 @@ TEST_CASE("alltoallv on a stream: counts from a router kernel, rows contiguous b
       exchange_rows<std::uint16_t>(world, 3);
     }));
   }
+}
+
+TEST_CASE("alltoallv from device code: one block per PE routes, exchanges and checks in one kernel; a dst too small "
+          "is reported to the threads",
+          "[gpu][alltoallv]") {
+  REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(4, [](symm::world& world) {
+    if (any_rma_peer(world)) return; // traps by design there
+    const int n = world.n_pes();
+    constexpr std::size_t row = 5;
+    constexpr int steps = 20;
+    const std::size_t rows_max = 4 * static_cast<std::size_t>(n);
+    for (const bool tight : {false, true}) {
+      // Step `steps` sends this PE sum over k of rows_sent(k, me, steps) rows; `tight` makes dst one row smaller.
+      std::uint64_t last_rows = 0;
+      for (int k = 0; k < n; ++k)
+        last_rows += rows_sent(k, world.my_pe(), steps);
+      const std::size_t dst_rows = tight ? static_cast<std::size_t>(last_rows) - 1 : rows_max;
+      // Every PE's dst must have the same size: the smallest over the PEs when tight.
+      symm::array<std::uint64_t> sizes(world, static_cast<std::size_t>(n));
+      for (int k = 0; k < n; ++k)
+        symm::remote(sizes, k)[static_cast<std::size_t>(world.my_pe())] = dst_rows;
+      world.barrier();
+      std::size_t common_rows = rows_max;
+      for (std::uint64_t v : symm_gpu_test::local_to_host(sizes))
+        common_rows = std::min<std::size_t>(common_rows, static_cast<std::size_t>(v));
+      symm::array<std::uint32_t> src(world, rows_max * row), dst(world, common_rows * row);
+      symm::array<std::uint64_t> send_counts(world, static_cast<std::size_t>(n));
+      std::uint64_t* recv_counts = nullptr;
+      unsigned* errors = nullptr;
+      symm::alltoallv_result* last = nullptr;
+      GPU_CHECK(cudaMalloc(&recv_counts, static_cast<std::size_t>(n) * sizeof(std::uint64_t)));
+      GPU_CHECK(cudaMalloc(&errors, sizeof(unsigned)));
+      GPU_CHECK(cudaMalloc(&last, sizeof(symm::alltoallv_result)));
+      symm_gpu_test::fill_now(errors, 0, sizeof(unsigned));
+      symm::team everyone = world.team();
+      cudaStream_t s;
+      GPU_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      world.barrier();
+      exchange_in_kernel<std::uint32_t>
+          <<<1, 256, 0, s>>>(everyone, src, dst, send_counts, recv_counts, row, steps, errors, last);
+      GPU_CHECK(cudaGetLastError());
+      GPU_CHECK(cudaStreamSynchronize(s));
+      GPU_CHECK(cudaStreamDestroy(s));
+      const unsigned wrong = symm_gpu_test::host_copy_of(errors, 1)[0];
+      const symm::alltoallv_result got = symm_gpu_test::host_copy_of(last, 1)[0];
+      PE_REQUIRE_EQ(wrong, 0u);
+      if (last_rows <= common_rows) {
+        PE_REQUIRE(got.ok());
+        PE_REQUIRE_EQ(got.rows, last_rows);
+      } else {
+        PE_REQUIRE(got.problem == symm::alltoallv_result::problem_kind::over_capacity);
+        PE_REQUIRE_EQ(got.rows, std::uint64_t{common_rows});
+        PE_REQUIRE_EQ(got.rows_of_room, std::uint64_t{common_rows});
+      }
+      world.barrier();
+      GPU_CHECK(cudaFree(recv_counts));
+      GPU_CHECK(cudaFree(errors));
+      GPU_CHECK(cudaFree(last));
+    }
+  }));
 }
 
 TEST_CASE("alltoallv on a stream: rows past dst's capacity or past a sender's src are not moved, and the future says "
