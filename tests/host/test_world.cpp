@@ -62,11 +62,18 @@ scoped_env without_launchers() {
 }
 } // namespace
 
-TEST_CASE("a world without launcher variables says which ones it looked for", "[world][errors]") {
+TEST_CASE("a program started without a launcher is a job of one PE, as an MPI singleton", "[world]") {
   const scoped_env clean = without_launchers();
-  REQUIRE_THROWS_WITH(symm::world{},
-                      symm_test::contains_substring("no launcher found") && symm_test::contains_substring("symmrun") &&
-                          symm_test::contains_substring("OMPI_COMM_WORLD_RANK"));
+  symm::world world{{.backend = symm::backend::host}};
+  REQUIRE(world.my_pe() == 0);
+  REQUIRE(world.n_pes() == 1);
+  symm::array<int> x(world, 8), y(world, 8);
+  const std::vector<int> values{1, 2, 3, 4, 5, 6, 7, 8};
+  symm::remote(x, 0) = values;
+  symm::alltoall(world.team(), y, x);
+  world.barrier();
+  REQUIRE(std::vector<int>(symm::remote(y, 0)) == values);
+  REQUIRE_THROWS_WITH((void) symm::remote(x, 1), symm_test::contains_substring("PE 1"));
 }
 
 TEST_CASE("a rank variable set to garbage is named with its value", "[world][errors]") {

@@ -224,8 +224,13 @@ inline std::string bootstrap_addr_from_env(std::string_view source) {
   return fmt::format("{}:{}", *host, *port + 1);
 }
 
-//! Reads the launcher's variables: symmrun's first, then Open MPI, PMI (MPICH, Intel MPI), Slurm and torchrun.
-//! Throws errc::environment when none is set, naming the variables it looked for.
+//! job_info::source of a program started without a launcher, which runs as a job of one PE.
+inline constexpr const char* no_launcher =
+    "no launcher (none of SYMM_PE/SYMM_N_PES, OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE, SLURM_PROCID/NTASKS, "
+    "RANK/WORLD_SIZE is set): one PE";
+
+//! Reads the launcher's variables: symmrun's first, then Open MPI, PMI (MPICH, Intel MPI), Slurm and torchrun. When
+//! none is set the program is a job of one PE (source no_launcher); malformed ones throw errc::environment.
 inline job_info job_from_environment() {
   if (launched_job) {
     job_info launched = *launched_job;
@@ -264,10 +269,13 @@ inline job_info job_from_environment() {
              take("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "torchrun")) {
     info.derived_dir = true; // below, once the rank and size are known to be sane
   } else {
-    SYMM_THROW(errc::environment,
-               "no launcher found: none of SYMM_PE/SYMM_N_PES (symmrun), OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE, "
-               "SLURM_PROCID/NTASKS or RANK/WORLD_SIZE is set. Start the program with `symmrun -n N prog`, an MPI "
-               "or Slurm launcher, or run PEs inside one program with symm::launch(n, fn)");
+    // No launcher: a job of one PE, as an MPI program started without mpirun (a singleton) or an NVSHMEM one.
+    info.pe = 0;
+    info.n_pes = 1;
+    info.local_pe = 0;
+    info.local_n_pes = 1;
+    info.source = no_launcher;
+    info.derived_dir = true;
   }
   // Other launchers give no token of their own: the user exports one for the job (a TCP rendezvous requires it).
   if (info.token.empty()) info.token = get_env("SYMM_JOB_TOKEN").value_or("");
