@@ -352,8 +352,8 @@ template <detail::collective_buffer Dst, class RecvCounts, detail::collective_bu
         detail::collective_id::alltoall, d.bytes(), from.bytes(), false, w.collective_block_limit(), w.tuning());
     auto* status = reinterpret_cast<detail::alltoallv_status*>(w.peer_bases()[me] + w.status_offset());
     const detail::alltoallv_args<T> args{t.ref(), d, from, counts, received, row_length, status};
-    detail::alltoallv_stream_kernel<T>
-        <<<plan.blocks, plan.threads, shared, stream>>>(args, w.collective_flags_offset());
+    detail::alltoallv_stream_kernel<T><<<plan.blocks, plan.threads, shared, stream>>>(
+        args, detail::collective_flags::of(args.team, w.collective_flags_offset()));
     SYMM_TRY_CUDA(cudaGetLastError());
     return future<>(
         std::make_shared<detail::alltoallv_completion>(stream, status, me, std::string(s.name()), row_length));

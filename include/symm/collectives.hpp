@@ -322,7 +322,8 @@ stream_collective_entry(cudaStream_t stream, const team& t, const Dst& dst, cons
     std::fprintf(stderr, "symm: debug: %s\n", describe_plan(C, plan, d.bytes(), s.pes().size).c_str());
   }
   const collective_body<C, T, Op> body{t.ref(), d, s_, op, root, plan.two_shot};
-  collective_stream_kernel<<<plan.blocks, plan.threads, 0, stream>>>(body, w.collective_flags_offset());
+  collective_stream_kernel<<<plan.blocks, plan.threads, 0, stream>>>(
+      body, collective_flags::of(body.team, w.collective_flags_offset()));
   SYMM_TRY_CUDA(cudaGetLastError());
   return future<>(std::make_shared<stream_completion>(stream, collective_name(C), w.my_pe()));
 }

@@ -43,8 +43,8 @@ inline constexpr unsigned stream_barrier_threads = 32;
 //! The stream barrier: one round on channel 0 of symm's collective flags, which the stream collectives count on too,
 //! so that barriers and collectives of one team may follow each other in any order the PEs share.
 template <class Team>
-__global__ void __launch_bounds__(stream_barrier_threads) stream_barrier_kernel(Team t, std::size_t flags_offset) {
-  collective_flags_round(cooperative_groups::this_thread_block(), t, flags_offset, 0);
+__global__ void __launch_bounds__(stream_barrier_threads) stream_barrier_kernel(Team t, collective_flags flags) {
+  collective_flags_round(cooperative_groups::this_thread_block(), t, flags, 0);
 }
 
 //! The stream wait: one thread polls this PE's signal word with acquire loads; the stream's later work starts after the
@@ -92,7 +92,9 @@ inline future<> stream_team_barrier(cudaStream_t stream, const team& t, bool com
 #  else
   (void) complete_first; // the stream has completed this PE's copies, stream writes and kernels already
 #  endif
-  stream_barrier_kernel<team_ref><<<1, stream_barrier_threads, 0, stream>>>(t.ref(), w.collective_flags_offset());
+  const team_ref ref = t.ref();
+  stream_barrier_kernel<team_ref>
+      <<<1, stream_barrier_threads, 0, stream>>>(ref, collective_flags::of(ref, w.collective_flags_offset()));
   SYMM_TRY_CUDA(cudaGetLastError());
   return future<>(std::make_shared<stream_completion>(stream, what, w.my_pe()));
 }

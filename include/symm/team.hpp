@@ -303,22 +303,22 @@ namespace detail {
 //! reaches this PE's count of arrivals there (acquire polls). The group syncs before and after, so the release covers
 //! every thread's earlier writes and the acquires every thread's later reads (both are cumulative through it). Each
 //! pair is handled by one thread of the group, which keeps the pair's count. `flags_of(pe)` is where a channel's flags
-//! lie on world PE pe: world_n_pes() arrival counts (word q counts q's arrivals at pe), then pe's counts of its own
-//! arrivals at each world PE.
+//! lie on team PE i, world PE pe (`flags_of(i, pe)`): world_n_pes() arrival counts (word q counts q's arrivals at pe),
+//! then pe's counts of its own arrivals at each world PE.
 template <class Group, class FlagsOf>
 SYMM_DEVICE SYMM_FORCEINLINE void
 pair_barrier_round(const Group& group, const team_ref& t, const FlagsOf& flags_of, const char* what) {
   using counter = cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>;
   const int me = t.world_my_pe(), size = t.n_pes();
   const int rank = static_cast<int>(group.thread_rank()), count = static_cast<int>(group.num_threads());
-  std::uint64_t* mine = flags_of(me);
+  std::uint64_t* mine = flags_of(t.my_pe(), me);
   std::uint64_t* sent = mine + t.world_n_pes();
   if (rank < size) release_fence_system();
   for (int i = rank; i < size; i += count) {
     const int p = t.world_pe(i);
     if (p == me) continue;
     const std::uint64_t arrivals = ++sent[p];
-    store_arrival(&flags_of(p)[me], arrivals);
+    store_arrival(&flags_of(i, p)[me], arrivals);
   }
   for (int i = rank; i < size; i += count) {
     const int p = t.world_pe(i);
@@ -337,7 +337,7 @@ template <cooperating_group Group>
 SYMM_DEVICE void sync_all(const Group& group, const team_ref& t, int channel = 0) {
   group.sync();
   detail::pair_barrier_round(
-      group, t, [&](int pe) { return t.barrier_flags(pe, channel); },
+      group, t, [&](int, int pe) { return t.barrier_flags(pe, channel); },
       "symm::sync_all(team) (do two barriers of teams sharing PEs run on one channel at once?)");
 }
 

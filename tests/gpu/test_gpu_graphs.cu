@@ -124,12 +124,23 @@ TEST_CASE("quiet, team barriers and signal waits on a stream order a ring exchan
     world.barrier(); // every PE's CUDA set-up is done before any waiting kernel runs (gpu_support.cuh)
 
     // Barriers: put into the right neighbour's dst, barrier, check what the left one put, sync (so that nobody
-    // overwrites a dst before its owner checked it). Without the barriers the checks would read stale steps.
+    // overwrites a dst before its owner checked it). Without the barriers the checks would read stale steps. A team of
+    // more than collective_flags::inline_pes PEs gives the barrier kernel no flag addresses in its parameters: it
+    // reads the peer table. Even steps launch that form of the kernel (with the flags symm::barrier_all would pass,
+    // less the inline addresses), mixed with symm::barrier_all's, on the same counts.
+    const symm::team_ref world_ref = world.team();
+    auto table_flags = symm::detail::collective_flags::of(world_ref, world.state()->collective_flags_offset());
+    table_flags.inlined = false;
     for (int step = 1; step <= steps; ++step) {
       fill_step<<<64, 256, 0, s>>>(src.local().data(), count, me, step);
       (void) symm::put(s, symm::remote(dst, right), src.local());
       (void) symm::quiet(s);
-      (void) symm::barrier_all(s, world.team());
+      if (step % 2 == 0 && !world_ref.rma_peer()) {
+        symm::detail::stream_barrier_kernel<symm::team_ref>
+            <<<1, symm::detail::stream_barrier_threads, 0, s>>>(world_ref, table_flags);
+      } else {
+        (void) symm::barrier_all(s, world.team());
+      }
       count_wrong<<<64, 256, 0, s>>>(dst.local().data(), count, left, step, errors);
       (void) symm::sync_all(s, world.team());
     }

@@ -200,6 +200,17 @@ __device__ __forceinline__ unsigned long long raw_load_acquire_sys(const unsigne
 __device__ __forceinline__ void raw_fence_release_sys() {
   asm volatile("fence.release.sys;" ::: "memory");
 }
+// Acquire polls of `word` until it reaches `want`; the timer is read every 1024 polls.
+__device__ __forceinline__ void raw_wait_for_count(const unsigned long long* word, unsigned long long want, int me,
+                                                   int peer) {
+  unsigned long long start = 0, seen;
+  for (unsigned polls = 1; (seen = raw_load_acquire_sys(word)) < want; ++polls) {
+    if ((polls & 1023u) != 0) continue;
+    const unsigned long long now = raw_timer_ns();
+    if (start == 0) start = now;
+    else if (now - start > raw_wait_timeout_ns) raw_report_deadlock("barrier", me, peer, seen, want);
+  }
+}
 } // namespace
 
 extern "C" __global__ void
@@ -233,13 +244,7 @@ barrier_block_loop(void* const* peers, std::size_t system_offset, int me, int n,
       }
       peer = first_peer;
       for (int k = rank; k < n - 1; k += count) {
-        unsigned long long start = 0, seen;
-        for (unsigned polls = 1; (seen = raw_load_acquire_sys(&mine[peer])) < epoch; ++polls) {
-          if ((polls & 1023u) != 0) continue;
-          const unsigned long long now = raw_timer_ns();
-          if (start == 0) start = now;
-          else if (now - start > raw_wait_timeout_ns) raw_report_deadlock("barrier", me, peer, seen, epoch);
-        }
+        raw_wait_for_count(&mine[peer], epoch, me, peer);
         peer = next(peer);
       }
     }
@@ -247,4 +252,39 @@ barrier_block_loop(void* const* peers, std::size_t system_offset, int me, int n,
   }
   block.sync();
   if (rank == 0) mine[n] = epoch;
+}
+
+// A hand-written stream barrier over a strided team (world PEs start + i * stride), counted per pair of PEs in device
+// memory as a graph-replayable barrier must be: the flags of PE pe are world_n arrival counts (word q: q's arrivals at
+// pe) followed by pe's own counts of its arrivals at each PE. Each team PE's flag area comes in the parameters for
+// teams of up to 32 PEs; larger teams read it from the peer table. Thread i serves team PE i.
+struct raw_flag_areas {
+  std::size_t offset;
+  unsigned long long* area[32];
+  bool inlined;
+};
+extern "C" __global__ void stream_barrier_round(void* const* peers, int start, int stride, int n, int my_index,
+                                                int world_me, int world_n, raw_flag_areas flags) {
+  auto block = cg::this_thread_block();
+  const auto flags_of = [&](int i, int pe) {
+    if (flags.inlined) return flags.area[i];
+    return reinterpret_cast<unsigned long long*>(static_cast<unsigned char*>(peers[pe]) + flags.offset);
+  };
+  const int rank = static_cast<int>(block.thread_rank()), count = static_cast<int>(block.num_threads());
+  block.sync();
+  unsigned long long* mine = flags_of(my_index, world_me);
+  unsigned long long* sent = mine + world_n;
+  if (rank < n) raw_fence_release_sys();
+  for (int i = rank; i < n; i += count) {
+    const int p = start + i * stride;
+    if (p == world_me) continue;
+    const unsigned long long arrivals = ++sent[p];
+    raw_store_relaxed_sys(flags_of(i, p) + world_me, arrivals);
+  }
+  for (int i = rank; i < n; i += count) {
+    const int p = start + i * stride;
+    if (p == world_me) continue;
+    raw_wait_for_count(&mine[p], sent[p], world_me, p);
+  }
+  block.sync();
 }

@@ -10,6 +10,7 @@
 // but behind the branch nvcc stops proving that the peer pointer is global, so the remote access becomes generic
 // (ST/LD instead of STG/LDG) in p_loop, g_loop, single_* and scalar_p, in the raw kernels exactly as in symm's.
 #include <symm/barrier.hpp>
+#include <symm/collectives.hpp>
 #include <symm/ordering.hpp>
 #include <symm/remote.hpp>
 #include <symm/rma.hpp>
@@ -95,4 +96,12 @@ extern "C" __global__ void barrier_block_loop(symm::world_ref w, int channel, lo
   symm::barrier_session bar(cg::this_thread_block(), w, channel);
   for (long long i = 0; i < iters; ++i)
     bar.barrier();
+}
+
+// (10) the barrier round of symm's stream kernels (stream barrier, stream collectives, alltoallv on a stream), for a
+// team: each team PE's flag area comes in the kernel's parameters (collective_flags, teams of up to 32 PEs), so no
+// load of the peer table precedes the first arrival store; larger teams read the table. Per pair of PEs, one read-
+// modify-write of this PE's count, a release fence, a relaxed arrival store and acquire polls.
+extern "C" __global__ void stream_barrier_round(symm::team_ref t, symm::detail::collective_flags flags) {
+  symm::detail::collective_flags_round(cg::this_thread_block(), t, flags, 0);
 }

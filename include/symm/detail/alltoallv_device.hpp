@@ -143,11 +143,11 @@ SYMM_HOST_DEVICE constexpr std::size_t alltoallv_shared_bytes(int n_pes) noexcep
 //! read PE 0 first. Block 0 writes recv_counts and, on a problem, the status words.
 template <class T>
 __global__ void __launch_bounds__(collective_stream_threads)
-    alltoallv_stream_kernel(alltoallv_args<T> a, std::size_t flags_offset) {
+    alltoallv_stream_kernel(alltoallv_args<T> a, collective_flags flags) {
   extern __shared__ std::uint64_t table[]; // [k]: rows to copy; [n + k]: first row in k's src; [2n + k]: first here
   const auto block = cooperative_groups::this_thread_block();
   const int channel = static_cast<int>(blockIdx.x);
-  collective_flags_round(block, a.team, flags_offset, channel);
+  collective_flags_round(block, a.team, flags, channel);
   const int n = a.team.n_pes(), me = a.team.my_pe();
   std::uint64_t* const rows_of = table;
   std::uint64_t* const first_there = table + n;
@@ -182,7 +182,7 @@ __global__ void __launch_bounds__(collective_stream_threads)
                a.src.on(a.team.world_pe(k)) + first_there[k] * a.row_length,
                static_cast<std::size_t>(rows_of[k]) * a.row_length * sizeof(T));
   }
-  collective_flags_round(block, a.team, flags_offset, channel);
+  collective_flags_round(block, a.team, flags, channel);
 }
 
 } // namespace detail

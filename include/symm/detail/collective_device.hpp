@@ -222,12 +222,48 @@ SYMM_DEVICE void device_collective(const Group& group, const team_ref& t, sym_bu
   else symm::sync_all(group, t, channel);
 }
 
-//! One barrier round of the stream kernels, on symm's own flags (world_state::collective_flags_offset()), laid out and
-//! counted per pair of PEs like the teams' device barriers: block b of every PE of the team meets on channel b.
+//! Where the stream kernels' barrier rounds count: symm's own flags (world_state::collective_flags_offset()). For a
+//! team of at most `inline_pes` PEs the kernel's parameters carry each team PE's flag area as this PE maps it, as the
+//! hand-written kernels carry their flag pointers: a round's first store then waits on no load of the peer table (a
+//! dependent global load that a replayed graph pays at every launch). A larger team reads the table.
+struct collective_flags {
+  static constexpr int inline_pes = 32;
+
+  std::size_t offset = 0;               //!< the flags' heap offset
+  std::uint64_t* area[inline_pes] = {}; //!< team PE i's flags (channel 0); set when `inlined`
+  bool inlined = false;
+
+  //! The flags of team `t` at heap offset `offset`, read from this PE's host copy of the peer table.
+  static collective_flags of(const team_ref& t, std::size_t offset) noexcept {
+    collective_flags f;
+    f.offset = offset;
+    f.inlined = t.n_pes() <= inline_pes;
+    if (f.inlined) {
+      for (int i = 0; i < t.n_pes(); ++i)
+        f.area[i] = t.pair_flags(t.world_pe(i), offset, 0);
+    }
+    return f;
+  }
+
+  //! Channel `channel`'s flags on team PE `team_pe`, world PE `world_pe`.
+  [[nodiscard]] SYMM_DEVICE SYMM_FORCEINLINE std::uint64_t*
+  on(const team_ref& t, int team_pe, int world_pe, int channel) const noexcept {
+    if (!inlined) return t.pair_flags(world_pe, offset, channel);
+    std::uint64_t* const flags =
+        area[team_pe] + static_cast<std::size_t>(channel) * 2 * static_cast<std::size_t>(t.world_n_pes());
+    // A team whose collectives run here has no PE reached by NVSHMEM RMA: every area is a peer mapping (global).
+    __builtin_assume(__isGlobal(flags));
+    return flags;
+  }
+};
+
+//! One barrier round of the stream kernels, on symm's own flags, laid out and counted per pair of PEs like the teams'
+//! device barriers: block b of every PE of the team meets on channel b.
 template <class Group>
-SYMM_DEVICE void collective_flags_round(const Group& group, const team_ref& t, std::size_t flags_offset, int channel) {
+SYMM_DEVICE void
+collective_flags_round(const Group& group, const team_ref& t, const collective_flags& flags, int channel) {
   group.sync();
-  const auto flags_of = [&](int pe) { return t.pair_flags(pe, flags_offset, channel); };
+  const auto flags_of = [&](int team_pe, int world_pe) { return flags.on(t, team_pe, world_pe, channel); };
   pair_barrier_round(group, t, flags_of,
                      "a symm collective on a stream (do collectives of teams that share PEs run at once on different "
                      "streams?)");
@@ -238,13 +274,13 @@ SYMM_DEVICE void collective_flags_round(const Group& group, const team_ref& t, s
 //! every block of every PE of the team has passed its exit round: the data is complete, and every src was read.
 template <class Body>
 __global__ void __launch_bounds__(collective_stream_threads)
-    collective_stream_kernel(Body body, std::size_t flags_offset) {
+    collective_stream_kernel(Body body, collective_flags flags) {
   const auto block = cooperative_groups::this_thread_block();
   const int channel = static_cast<int>(blockIdx.x);
-  collective_flags_round(block, body.team, flags_offset, channel);
+  collective_flags_round(block, body.team, flags, channel);
   body(blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x);
   // Stores into peers (pushes()) are completed by the round's release fence, cumulative through its block barrier.
-  collective_flags_round(block, body.team, flags_offset, channel);
+  collective_flags_round(block, body.team, flags, channel);
 }
 
 } // namespace detail
