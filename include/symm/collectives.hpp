@@ -325,7 +325,7 @@ stream_collective_entry(cudaStream_t stream, const team& t, const Dst& dst, cons
   collective_stream_kernel<<<plan.blocks, plan.threads, 0, stream>>>(
       body, collective_flags::of(body.team, w.collective_flags_offset()));
   SYMM_TRY_CUDA(cudaGetLastError());
-  return future<>(std::make_shared<stream_completion>(stream, collective_name(C), w.my_pe()));
+  return future<>(stream_operation(stream, collective_name(C), w.my_pe()));
 }
 } // namespace detail
 

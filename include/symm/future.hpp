@@ -25,11 +25,14 @@ class [[nodiscard]] future<void> {
 public:
   future() noexcept = default;
   explicit future(std::shared_ptr<detail::completion> done) noexcept : done_(std::move(done)) {}
-  future(future&&) noexcept = default;
+  //! A stream-ordered operation's future: its state lives here, not on the heap.
+  explicit future(const detail::stream_state& stream) noexcept : stream_(stream) {}
+  future(future&& other) noexcept : done_(std::move(other.done_)), stream_(std::exchange(other.stream_, {})) {}
   future& operator=(future&& other) noexcept {
     if (this != &other) {
       finish_quietly();
       done_ = std::move(other.done_);
+      stream_ = std::exchange(other.stream_, {});
     }
     return *this;
   }
@@ -38,11 +41,19 @@ public:
   ~future() { finish_quietly(); }
 
   //! Whether this future refers to an operation (false after wait() or a move).
-  [[nodiscard]] bool valid() const noexcept { return done_ != nullptr; }
+  [[nodiscard]] bool valid() const noexcept { return done_ != nullptr || stream_.operations != nullptr; }
   //! True when the operation is complete; does not block.
-  [[nodiscard]] bool ready() const { return done_ == nullptr || done_->ready(); }
+  [[nodiscard]] bool ready() const {
+    if (stream_.operations != nullptr) return stream_.operations->ready(stream_);
+    return done_ == nullptr || done_->ready();
+  }
   //! Blocks until the operation is complete; rethrows its symm::error. The future is empty afterwards.
   void wait() {
+    if (stream_.operations != nullptr) {
+      const detail::stream_state stream = std::exchange(stream_, {});
+      stream.operations->wait(stream);
+      return;
+    }
     if (!done_) return;
     auto done = std::move(done_);
     done->wait();
@@ -50,6 +61,7 @@ public:
 
 private:
   void finish_quietly() noexcept {
+    stream_ = {}; // the stream orders what follows a stream operation: nothing to wait for
     if (!done_ || !done_->waits_when_dropped()) {
       done_.reset();
       return;
@@ -62,6 +74,7 @@ private:
   }
 
   std::shared_ptr<detail::completion> done_;
+  detail::stream_state stream_;
 };
 
 SYMM_END_NAMESPACE

@@ -294,7 +294,7 @@ put_signal_nbi(const pe_span<T, E>& dst, Range&& source, const pe_signal& sig, s
     cudaStream_t stream = world->cuda()->stream();
     detail::put_signal_on(stream, dst.address(), std::ranges::data(source), dst.size_bytes(), sig, value, op,
                           "symm::put_signal_nbi");
-    return future<>(std::make_shared<detail::stream_completion>(stream, "symm::put_signal_nbi", world->my_pe()));
+    return future<>(detail::stream_operation(stream, "symm::put_signal_nbi", world->my_pe()));
   }
 #endif
   if (dst.size_bytes() != 0) world->copy(dst.address(), std::ranges::data(source), dst.size_bytes());
@@ -421,8 +421,7 @@ template <class T, std::size_t E, class Range>
     detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put_signal(stream, ...)");
     detail::put_signal_on(stream, dst.address(), std::ranges::data(source), dst.size_bytes(), sig, value, op,
                           "symm::put_signal(stream, ...)");
-    return future<>(
-        std::make_shared<detail::stream_completion>(stream, "symm::put_signal(stream, ...)", dst.world()->my_pe()));
+    return future<>(detail::stream_operation(stream, "symm::put_signal(stream, ...)", dst.world()->my_pe()));
   }
 
 SYMM_END_NAMESPACE

@@ -84,7 +84,7 @@ inline future<> stream_team_barrier(cudaStream_t stream, const team& t, bool com
         complete_first ? nvshmemx_barrier_on_stream(team, stream) : nvshmemx_team_sync_on_stream(team, stream);
     if (rc != 0) SYMM_THROW(errc::system, "PE {}: {} on {}: NVSHMEM returned {}", w.my_pe(), what, s.name(), rc);
     SYMM_TRY_CUDA(cudaGetLastError());
-    return future<>(std::make_shared<stream_completion>(stream, what, w.my_pe()));
+    return future<>(stream_operation(stream, what, w.my_pe()));
   }
   // The stream has completed this PE's copies and kernels; what it sent through NVSHMEM RMA (to PEs outside the team
   // too) NVSHMEM's quiet completes, as its barrier would.
@@ -96,7 +96,7 @@ inline future<> stream_team_barrier(cudaStream_t stream, const team& t, bool com
   stream_barrier_kernel<team_ref>
       <<<1, stream_barrier_threads, 0, stream>>>(ref, collective_flags::of(ref, w.collective_flags_offset()));
   SYMM_TRY_CUDA(cudaGetLastError());
-  return future<>(std::make_shared<stream_completion>(stream, what, w.my_pe()));
+  return future<>(stream_operation(stream, what, w.my_pe()));
 }
 
 } // namespace detail
@@ -119,7 +119,7 @@ inline future<> quiet(cudaStream_t stream) {
     SYMM_TRY_CUDA(cudaGetLastError());
   }
 #  endif
-  return future<>(std::make_shared<detail::stream_completion>(stream, what, w.my_pe()));
+  return future<>(detail::stream_operation(stream, what, w.my_pe()));
 }
 
 //! The team's barrier ordered on `stream` (NVSHMEM's nvshmemx_barrier_on_stream; nvshmemx_barrier_all_on_stream is
@@ -154,7 +154,7 @@ inline future<> signal_wait_until(cudaStream_t stream, const signal_ref& sig, cm
   detail::world_state& w = detail::stream_world(sig.world(), what);
   detail::stream_signal_wait_kernel<std::uint64_t><<<1, 1, 0, stream>>>(sig.local_address(), c, value, w.my_pe());
   SYMM_TRY_CUDA(cudaGetLastError());
-  return future<>(std::make_shared<detail::stream_completion>(stream, what, w.my_pe()));
+  return future<>(detail::stream_operation(stream, what, w.my_pe()));
 }
 
 SYMM_END_NAMESPACE

@@ -38,5 +38,21 @@ private:
   std::exception_ptr failure_;
 };
 
+//! The completion of a stream-ordered operation, kept inside its symm::future so that issuing one allocates nothing:
+//! the stream, the operation's name and caller (for errors), and whether the stream was being captured into a graph
+//! when it was issued. What ready() and wait() do lives with the CUDA backend (detail/backend/cuda/cuda_heap.hpp,
+//! stream_operation), reached through `operations`, so that this header needs no CUDA. Trivially copyable.
+struct stream_state {
+  struct behaviour {
+    bool (*ready)(const stream_state&);
+    void (*wait)(const stream_state&);
+  };
+  const behaviour* operations = nullptr; //!< null: no operation
+  void* stream = nullptr;                //!< a cudaStream_t
+  const char* what = nullptr;
+  int pe = -1;
+  bool recorded = false;
+};
+
 } // namespace detail
 SYMM_END_NAMESPACE

@@ -42,31 +42,15 @@ inline int cuda_device_count() noexcept {
 }
 
 //! Completion of an operation ordered on a stream: complete once the stream has run up to it. No event is recorded per
-//! operation (that costs more host time than a small copy): ready() and wait() look at the whole stream, so wait()
-//! also waits for work enqueued on the stream after the operation. The stream already orders what follows it, so a
-//! future of a stream operation does not wait when it is destroyed.
+//! operation (that costs more host time than a small copy), and nothing is allocated (the state lives in the future):
+//! ready() and wait() look at the whole stream, so wait() also waits for work enqueued on the stream after the
+//! operation. The stream already orders what follows it, so a future of a stream operation does not wait when it is
+//! destroyed.
 //!
 //! An operation issued while its stream is being captured into a CUDA graph did not run: it runs at each launch of
 //! the graph. Its future has nothing to wait for, and querying or synchronising a capturing stream would invalidate the
 //! capture, so ready() and wait() throw errc::unsupported naming the operation instead.
-class stream_completion final : public completion {
-public:
-  //! `what` names the operation and `pe` the calling PE, for that message.
-  stream_completion(cudaStream_t stream, const char* what, int pe) noexcept
-      : stream_(stream), what_(what), pe_(pe), recorded_(is_capturing(stream)) {}
-  bool ready() override {
-    if (recorded_) throw_recorded("ready()");
-    cudaError_t status = cudaStreamQuery(stream_);
-    if (status == cudaErrorNotReady) return false;
-    if (status != cudaSuccess) throw_cuda_error(status, "cudaStreamQuery of a stream-ordered operation");
-    return true;
-  }
-  void wait() override {
-    if (recorded_) throw_recorded("wait()");
-    SYMM_TRY_CUDA(cudaStreamSynchronize(stream_));
-  }
-  bool waits_when_dropped() const noexcept override { return false; }
-
+struct stream_operation_behaviour {
   //! Whether `stream` is being captured into a graph now (false when CUDA cannot tell, e.g. for the legacy stream).
   static bool is_capturing(cudaStream_t stream) noexcept {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
@@ -76,20 +60,45 @@ public:
     }
     return status != cudaStreamCaptureStatusNone;
   }
-
-private:
-  [[noreturn]] void throw_recorded(const char* call) const {
+  static bool ready(const stream_state& s) {
+    if (s.recorded) throw_recorded(s, "ready()");
+    cudaError_t status = cudaStreamQuery(static_cast<cudaStream_t>(s.stream));
+    if (status == cudaErrorNotReady) return false;
+    if (status != cudaSuccess) throw_cuda_error(status, "cudaStreamQuery of a stream-ordered operation");
+    return true;
+  }
+  static void wait(const stream_state& s) {
+    if (s.recorded) throw_recorded(s, "wait()");
+    SYMM_TRY_CUDA(cudaStreamSynchronize(static_cast<cudaStream_t>(s.stream)));
+  }
+  [[noreturn]] static void throw_recorded(const stream_state& s, const char* call) {
     SYMM_THROW(errc::unsupported,
                "PE {}: future::{} of {}, which was recorded into a CUDA graph (its stream was being captured when it "
                "was issued): it runs each time the graph is launched, so this future has nothing to wait for; "
                "synchronise the stream the graph is launched on instead (cudaGraphLaunch, then cudaStreamSynchronize)",
-               pe_, call, what_);
+               s.pe, call, s.what);
   }
+  static constexpr stream_state::behaviour table{&ready, &wait};
+};
 
-  cudaStream_t stream_;
-  const char* what_;
-  int pe_;
-  bool recorded_;
+//! The completion state of an operation just enqueued on `stream` by PE `pe`; `what` names it (a string literal).
+inline stream_state stream_operation(cudaStream_t stream, const char* what, int pe) noexcept {
+  return stream_state{&stream_operation_behaviour::table, stream, what, pe,
+                      stream_operation_behaviour::is_capturing(stream)};
+}
+
+//! The same as a completion object, where one is needed (host non-blocking copies, a composed completion).
+class stream_completion final : public completion {
+public:
+  stream_completion(cudaStream_t stream, const char* what, int pe) noexcept
+      : state_(stream_operation(stream, what, pe)) {}
+  explicit stream_completion(const stream_state& state) noexcept : state_(state) {}
+  bool ready() override { return stream_operation_behaviour::ready(state_); }
+  void wait() override { stream_operation_behaviour::wait(state_); }
+  bool waits_when_dropped() const noexcept override { return false; }
+
+private:
+  stream_state state_;
 };
 
 //! Where a GPU heap's memory comes from: a VMM segment of symm's, mapped by every PE of the node (the cuda backend), or
@@ -207,21 +216,20 @@ public:
   }
 
   std::shared_ptr<completion> copy_async(void* dst, const void* src, std::size_t bytes) {
-    return copy_on(stream_, dst, src, bytes, "a non-blocking copy");
+    return std::make_shared<stream_completion>(copy_on(stream_, dst, src, bytes, "a non-blocking copy"));
   }
 
-  //! A copy ordered on the caller's stream; its completion follows the stream (stream_completion, `what` names the
+  //! A copy ordered on the caller's stream; its completion follows the stream (stream_operation, `what` names the
   //! operation). Through the peer mapping, or through NVSHMEM for a peer reached by RMA.
-  std::shared_ptr<completion>
-  copy_on(cudaStream_t stream, void* dst, const void* src, std::size_t bytes, const char* what) {
+  stream_state copy_on(cudaStream_t stream, void* dst, const void* src, std::size_t bytes, const char* what) {
 #if SYMM_NVSHMEM_BACKEND()
     if (is_rma_address(dst) || is_rma_address(src)) {
       nvshmem_->copy_on(stream, dst, src, bytes);
-      return std::make_shared<stream_completion>(stream, what, pe_);
+      return stream_operation(stream, what, pe_);
     }
 #endif
     SYMM_TRY_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
-    return std::make_shared<stream_completion>(stream, what, pe_);
+    return stream_operation(stream, what, pe_);
   }
 
   //! Completes this PE's host-issued operations (all on its stream); `what` names the symm call, for errors.

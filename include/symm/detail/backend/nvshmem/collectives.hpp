@@ -246,8 +246,7 @@ future<> nvshmem_stream_collective(cudaStream_t stream, const team_state& s, con
       }
     };
     const std::size_t n = static_cast<std::size_t>(s.pes().size);
-    if (dst.size == 0 || src.size == 0)
-      return future<>(std::make_shared<stream_completion>(stream, what, me)); // every PE alike
+    if (dst.size == 0 || src.size == 0) return future<>(stream_operation(stream, what, me)); // every PE alike
     if constexpr (C == collective_id::broadcast) {
       ok(nvshmemx_broadcastmem_on_stream(team, mine, from, dst.bytes(), root, stream),
          "nvshmemx_broadcastmem_on_stream");
@@ -309,7 +308,7 @@ future<> nvshmem_stream_collective(cudaStream_t stream, const team_state& s, con
       }
     }
     SYMM_TRY_CUDA(cudaGetLastError());
-    return future<>(std::make_shared<stream_completion>(stream, what, me));
+    return future<>(stream_operation(stream, what, me));
   }
 }
 
