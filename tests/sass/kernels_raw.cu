@@ -201,8 +201,8 @@ __device__ __forceinline__ void raw_fence_release_sys() {
   asm volatile("fence.release.sys;" ::: "memory");
 }
 // Acquire polls of `word` until it reaches `want`; the timer is read every 1024 polls.
-__device__ __forceinline__ void raw_wait_for_count(const unsigned long long* word, unsigned long long want, int me,
-                                                   int peer) {
+__device__ __forceinline__ void
+raw_wait_for_count(const unsigned long long* word, unsigned long long want, int me, int peer) {
   unsigned long long start = 0, seen;
   for (unsigned polls = 1; (seen = raw_load_acquire_sys(word)) < want; ++polls) {
     if ((polls & 1023u) != 0) continue;

@@ -205,7 +205,7 @@ public:
 
   //! Blocking copy between any two addresses (device heap, peer mappings, host memory): complete on return.
   void copy(void* dst, const void* src, std::size_t bytes) {
-    (void) copy_on(stream_, dst, src, bytes, "a blocking copy");
+    enqueue_copy(stream_, dst, src, bytes);
     SYMM_TRY_CUDA(cudaStreamSynchronize(stream_));
   }
 
@@ -215,20 +215,17 @@ public:
     SYMM_TRY_CUDA(cudaStreamSynchronize(stream_));
   }
 
+  //! A non-blocking copy on symm's own stream, which no user captures into a graph: no capture query.
   std::shared_ptr<completion> copy_async(void* dst, const void* src, std::size_t bytes) {
-    return std::make_shared<stream_completion>(copy_on(stream_, dst, src, bytes, "a non-blocking copy"));
+    enqueue_copy(stream_, dst, src, bytes);
+    return std::make_shared<stream_completion>(
+        stream_state{&stream_operation_behaviour::table, stream_, "a non-blocking copy", pe_, false});
   }
 
   //! A copy ordered on the caller's stream; its completion follows the stream (stream_operation, `what` names the
-  //! operation). Through the peer mapping, or through NVSHMEM for a peer reached by RMA.
+  //! operation).
   stream_state copy_on(cudaStream_t stream, void* dst, const void* src, std::size_t bytes, const char* what) {
-#if SYMM_NVSHMEM_BACKEND()
-    if (is_rma_address(dst) || is_rma_address(src)) {
-      nvshmem_->copy_on(stream, dst, src, bytes);
-      return stream_operation(stream, what, pe_);
-    }
-#endif
-    SYMM_TRY_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
+    enqueue_copy(stream, dst, src, bytes);
     return stream_operation(stream, what, pe_);
   }
 
@@ -240,6 +237,17 @@ public:
   }
 
 private:
+  //! Enqueues a copy on `stream`: through the peer mapping, or through NVSHMEM for a peer reached by RMA.
+  void enqueue_copy(cudaStream_t stream, void* dst, const void* src, std::size_t bytes) {
+#if SYMM_NVSHMEM_BACKEND()
+    if (is_rma_address(dst) || is_rma_address(src)) {
+      nvshmem_->copy_on(stream, dst, src, bytes);
+      return;
+    }
+#endif
+    SYMM_TRY_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
+  }
+
   //! What detail::choose_device needs, from the job, the options, the environment and the driver.
   static device_facts gather_device_facts(const job_info& job, int option_device, const char* backend_name) {
     device_facts facts = detail::device_facts_of(job);
