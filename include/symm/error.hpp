@@ -3,7 +3,7 @@
 
 #include <symm/detail/config.hpp>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <source_location>
 #include <stdexcept>

@@ -2,6 +2,8 @@
 // agreement errors, team barriers (concurrent, disjoint and overlapping teams), channel reuse after destruction.
 #include <symm/symm.hpp>
 
+#include <fmt/ranges.h> // fmt::join
+
 #include <chrono>
 #include <optional>
 #include <random>

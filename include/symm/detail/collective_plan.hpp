@@ -8,7 +8,7 @@
 #include <symm/detail/collective_tuning.hpp>
 #include <symm/detail/config.hpp>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <cstddef>

@@ -4,7 +4,7 @@
 
 #include <symm/detail/config.hpp>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cstdio>
 #include <cstring>

@@ -9,7 +9,7 @@
 #include <cuda_runtime_api.h>
 #include <cudaTypedefs.h>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <string>
 

@@ -11,8 +11,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h> // fmt::join
+#include <fmt/core.h>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -165,9 +164,13 @@ inline void set_access(CUdeviceptr base, std::size_t size, const std::vector<int
     access[i].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   }
   const CUresult status = driver().cuMemSetAccess(base, size, access.data(), access.size());
-  if (status != CUDA_SUCCESS)
-    throw_cu_error(status, fmt::format("cuMemSetAccess (read/write) on {} ({} bytes) for device(s) {}", whose, size,
-                                       fmt::join(devices, ", ")));
+  if (status != CUDA_SUCCESS) {
+    std::string listed;
+    for (std::size_t i = 0; i < devices.size(); ++i)
+      listed += fmt::format("{}{}", i == 0 ? "" : ", ", devices[i]);
+    throw_cu_error(status,
+                   fmt::format("cuMemSetAccess (read/write) on {} ({} bytes) for device(s) {}", whose, size, listed));
+  }
 }
 
 //! One PE's device heap segment: physical memory on one device, mapped read/write at `base()` for that

@@ -9,7 +9,7 @@
 #include <symm/detail/backend/nvshmem/nvshmem_api.hpp>
 #include <symm/detail/config.hpp>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cstdint>
 #include <string>
