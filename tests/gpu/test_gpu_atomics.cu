@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -200,6 +201,51 @@ __global__ void ring_kernel(symm::scalar_ref<int> token, symm::scalar_ref<unsign
 }
 
 //! Each round every PE stores the round into its slot on every PE, then waits with the span forms.
+// ---- wait_until_for / signal_wait_until_for: deadlines in device code -----------------------------------------------
+
+__device__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+//! Thread 0: waits that nobody satisfies end in timed_out after at least their timeout (1 ms from a cuda::std::chrono
+//! literal, `timeout` as a std::chrono argument); then a ring where each PE's writes satisfy its right neighbour's
+//! waits, which end in ok with the value written (or a later one: a PE may run a round ahead of its right neighbour).
+__global__ void
+bounded_wait_kernel(symm::scalar_ref<int> flag, symm::scalar_ref<unsigned long long> flag64, symm::signal_ref sig,
+                    std::chrono::nanoseconds timeout, int me, int n, int rounds, unsigned* errors) {
+  if (threadIdx.x != 0) return;
+  const unsigned long long start = global_ns();
+  const symm::wait_result<int> late = symm::wait_until_for(flag, symm::cmp::eq, -1, cuda::std::chrono::milliseconds(1));
+  if (late.status != symm::wait_status::timed_out || late.value != 0 || late.ok()) atomicAdd(errors, 1u);
+  const unsigned long long after_int = global_ns();
+  if (after_int - start < 1000000ull) atomicAdd(errors, 1u);
+  auto late_signal = symm::signal_wait_until_for(sig, symm::cmp::eq, ~0ull, timeout);
+  if (late_signal.status != symm::wait_status::timed_out) atomicAdd(errors, 1u);
+  if (global_ns() - after_int < 500000ull) atomicAdd(errors, 1u); // `timeout` is 500 us
+  const int right = (me + 1) % n;
+  for (int r = 1; r <= rounds; ++r) {
+    const unsigned long long r64 = (static_cast<unsigned long long>(r) << 32) | static_cast<unsigned>(r);
+    symm::remote(flag, right).store(r, cuda::memory_order_release);
+    symm::remote(flag64, right).store(r64, cuda::memory_order_release);
+    symm::remote(sig.word(), right)[0].store(static_cast<std::uint64_t>(r), cuda::memory_order_release);
+    const auto got = symm::wait_until_for(flag, symm::cmp::ge, r, cuda::std::chrono::seconds(4));
+    if (!got.ok() || got.value < r) atomicAdd(errors, 1u);
+    auto [status, seen] = symm::wait_until_for(&flag64.local(), symm::cmp::ge, r64, std::chrono::seconds(4));
+    if (status != symm::wait_status::ok || seen < r64) atomicAdd(errors, 1u);
+    const auto sig_got =
+        symm::signal_wait_until_for(sig, symm::cmp::ge, static_cast<std::uint64_t>(r), cuda::std::chrono::seconds(4));
+    if (!sig_got.ok() || sig_got.value < static_cast<std::uint64_t>(r)) atomicAdd(errors, 1u);
+  }
+  // A condition that holds already (the left neighbour's last write came before this PE's last wait ended): ok at
+  // once, even with no time at all.
+  if (symm::wait_until_for(flag, symm::cmp::eq, rounds, cuda::std::chrono::nanoseconds(0)).status !=
+      symm::wait_status::ok) {
+    atomicAdd(errors, 1u);
+  }
+}
+
 __global__ void span_wait_kernel(symm::array_ref<unsigned long long> slots, symm::array_ref<std::int32_t> flags32,
                                  int me, int n, int rounds, unsigned* errors) {
   if (threadIdx.x != 0) return;
@@ -652,6 +698,31 @@ TEST_CASE("device wait_until: a token ring on 4- and 8-byte words, and the span 
       PE_REQUIRE_EQ(errors.read(), 0u);
       world.barrier();
       span_wait_kernel<<<1, 32, 0, s.stream>>>(slots, flags32, me, n_pes, 50, errors.count);
+      GPU_CHECK(cudaGetLastError());
+      GPU_CHECK(cudaStreamSynchronize(s.stream));
+      PE_REQUIRE_EQ(errors.read(), 0u);
+      world.barrier();
+    }));
+  }
+}
+
+TEST_CASE("device wait_until_for / signal_wait_until_for: a 1 ms deadline returns timed_out, a satisfied wait ok",
+          "[gpu][wait][bounded]") {
+  for (int n : {2, 4}) {
+    CAPTURE(n);
+    REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(n, [](symm::world& world) {
+      symm::scalar<int> flag(world);
+      symm::scalar<unsigned long long> flag64(world);
+      symm::signal sig(world);
+      pe_stream s;
+      error_counter errors(s.stream);
+      zero(s.stream, &flag.local());
+      zero(s.stream, &flag64.local());
+      zero(s.stream, &sig.local());
+      GPU_CHECK(cudaStreamSynchronize(s.stream));
+      world.barrier();
+      bounded_wait_kernel<<<1, 32, 0, s.stream>>>(
+          flag, flag64, sig, std::chrono::microseconds(500), world.my_pe(), world.n_pes(), 50, errors.count);
       GPU_CHECK(cudaGetLastError());
       GPU_CHECK(cudaStreamSynchronize(s.stream));
       PE_REQUIRE_EQ(errors.read(), 0u);
