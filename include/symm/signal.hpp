@@ -29,16 +29,20 @@
 //   (quiet() does). In host code signal_fetch reads the signal (GPU memory) with a small copy after the world stream's
 //   earlier work, and signal_wait_until copies it again until the comparison holds (symm/wait.hpp says how),
 //   checking that the other PEs are alive as on the host backend.
+// - signal_wait_until_for (both): the same wait with a deadline, returning a wait_result (symm/wait_status.hpp)
+//   instead of trapping (device) or throwing errc::peer_failed (host).
 #pragma once
 
 #include <symm/atomic.hpp>
 #include <symm/detail/backend/nvshmem/device_rma.hpp>
+#include <symm/detail/wait_duration.hpp>
 #include <symm/future.hpp>
 #include <symm/pe_span.hpp>
 #include <symm/remote.hpp>
 #include <symm/rma.hpp>
 #include <symm/symmetric.hpp>
 #include <symm/wait.hpp>
+#include <symm/wait_status.hpp>
 
 #include <cuda/atomic>
 #include <cuda/std/span>
@@ -319,6 +323,33 @@ SYMM_HOST_DEVICE inline std::uint64_t signal_wait_until(const signal_ref& sig, c
       ({
         detail::require_host_atomics(sig.world(), sig.my_pe(), "symm::signal_wait_until");
         return detail::host_wait_until(*sig.world(), sig.my_pe(), word, c, value, "symm::signal_wait_until");
+      }))
+}
+
+//! signal_wait_until with a deadline: waits until this PE's signal satisfies `signal <c> value` or `timeout` (any
+//! std::chrono or cuda::std::chrono duration) has passed; returns how it ended and the value seen last, as
+//! wait_until_for (symm/wait.hpp) does: ok (acquire order: the data of the put_signal that made it true is visible),
+//! timed_out (after at least `timeout`), or, in host code, peer_failed when the liveness check finds that some other
+//! PE of the world failed (any PE, not only the signal's writer). Device code sees a dead writer only as timed_out.
+//! \code
+//!   if (auto r = symm::signal_wait_until_for(ready, symm::cmp::ge, round, cuda::std::chrono::milliseconds(20));
+//!       !r.ok()) return; // in a kernel: leave cleanly, the host reports
+//! \endcode
+template <detail::wait_duration Duration>
+[[nodiscard]] SYMM_HOST_DEVICE wait_result<std::uint64_t>
+signal_wait_until_for(const signal_ref& sig, cmp c, std::uint64_t value, const Duration& timeout) {
+  std::uint64_t* word = sig.local_address();
+  const std::uint64_t ns = detail::timeout_ns(timeout);
+  NV_IF_TARGET(
+      NV_IS_DEVICE, ({
+        std::uint64_t seen = 0;
+        const bool met = detail::device_wait_until_for(
+            [&] { return compare(seen = detail::system_atomic(word).load(cuda::memory_order_acquire), c, value); }, ns);
+        return wait_result<std::uint64_t>{met ? wait_status::ok : wait_status::timed_out, seen};
+      }),
+      ({
+        detail::require_host_atomics(sig.world(), sig.my_pe(), "symm::signal_wait_until_for");
+        return detail::host_wait_until_for(*sig.world(), sig.my_pe(), word, c, value, ns, "symm::signal_wait_until_for");
       }))
 }
 

@@ -21,5 +21,6 @@
 #include <symm/team.hpp>
 #include <symm/version.hpp>
 #include <symm/wait.hpp>
+#include <symm/wait_status.hpp>
 #include <symm/world.hpp>
 #include <symm/world_ref.hpp>

@@ -21,6 +21,10 @@
 // the calling thread (for the liveness checks). Device code: spins; after SYMM_DEVICE_WAIT_TIMEOUT_NS (20 s) it prints
 // what it waited for and traps (a probable deadlock), so a kernel never hangs the GPU silently.
 //
+// Bounded form: wait_until_for(word, cmp, value, timeout) polls the same way but returns a wait_result
+// (symm/wait_status.hpp) instead: ok and the value, timed_out after the deadline (instead of the trap), or in host code
+// peer_failed (instead of the error), so that a kernel or a host loop can leave cleanly when a peer stalls.
+//
 // Status arrays (the _all/_any/_some forms): an optional span of int, as long as the words; a word whose status is
 // not 0 is left out. Return conventions follow OpenSHMEM 1.5:
 // - wait_until_all: returns when every included word satisfies the comparison (checked one after the other);
@@ -36,7 +40,9 @@
 #include <symm/detail/backend/cuda/host_atomics_wait.hpp>
 #include <symm/detail/device_wait.hpp>
 #include <symm/detail/host_wait.hpp>
+#include <symm/detail/wait_duration.hpp>
 #include <symm/symmetric.hpp>
+#include <symm/wait_status.hpp>
 
 #include <cuda/std/span>
 
@@ -102,6 +108,29 @@ host_wait_until(const world_state& world, int owner, T* word, cmp c, std::remove
   if (in_gpu_memory(world, word)) return gpu_wait(world, word, holds, what);
 #endif
   return host_wait(world, owner, word, holds, what);
+}
+
+//! Host code: host_wait_until for at most `timeout_ns`; a failed peer ends it with peer_failed instead of the error.
+//! The value is the one seen last (value-initialized when the wait failed before its first read).
+template <class T>
+wait_result<std::remove_cv_t<T>>
+host_wait_until_for(const world_state& world, int owner, T* word, cmp c, std::remove_cv_t<T> value,
+                    std::uint64_t timeout_ns, const char* what) {
+  std::remove_cv_t<T> last{};
+  auto holds = [&](std::remove_cv_t<T> v) {
+    last = v;
+    return compare(v, c, value);
+  };
+  const auto deadline = host_deadline(timeout_ns);
+  try {
+#if SYMM_CUDA_BACKEND()
+    if (in_gpu_memory(world, word)) return gpu_wait_until_deadline(world, word, holds, what, deadline);
+#endif
+    return host_wait_until_deadline(world, owner, word, holds, what, deadline);
+  } catch (const error& e) {
+    if (e.code() != errc::peer_failed) throw;
+    return {wait_status::peer_failed, last};
+  }
 }
 
 //! Host code: the word now, with acquire order (a copy for GPU memory).
@@ -214,6 +243,56 @@ wait_until(const scalar_ref<T>& word, cmp c, std::type_identity_t<std::remove_cv
 template <class T>
 std::remove_cv_t<T> wait_until(const scalar<T>& word, cmp c, std::type_identity_t<T> value) {
   return wait_until(word.ref(), c, value);
+}
+
+//! wait_until with a deadline: waits until `word <c> value` holds or `timeout` (any std::chrono or cuda::std::chrono
+//! duration) has passed, and returns how it ended with the value seen last (wait_result: `auto [status, seen] = ...`).
+//! ok: the comparison held, `value` is what satisfied it (acquire order, as wait_until). timed_out: the deadline
+//! passed first; the wait lasted at least `timeout` (device code may add up to 2048 polls, host code a few
+//! milliseconds). peer_failed (host code only): the liveness check found that some other PE of the world failed,
+//! exited or finalized, whichever PE that is (not only the word's writer), where wait_until would throw
+//! errc::peer_failed. Device code cannot see a peer fail yet: a dead writer there ends in timed_out. Other host errors
+//! (no world: errc::not_initialized) still throw.
+//! \code
+//!   auto [status, seen] = symm::wait_until_for(flag, symm::cmp::ge, round, std::chrono::milliseconds(50));
+//!   if (status != symm::wait_status::ok) return; // a stalled or failed peer: leave the loop cleanly
+//! \endcode
+template <class T, detail::wait_duration Duration>
+  requires(!std::is_pointer_v<T> && !symmetric_object<T>)
+[[nodiscard]] SYMM_HOST_DEVICE wait_result<std::remove_cv_t<T>>
+wait_until_for(T& word, cmp c, std::type_identity_t<std::remove_cv_t<T>> value, const Duration& timeout) {
+  detail::require_wait_word<T>();
+  const std::uint64_t ns = detail::timeout_ns(timeout);
+  NV_IF_TARGET(NV_IS_DEVICE, ({
+                 std::remove_cv_t<T> seen{};
+                 const bool met = detail::device_wait_until_for(
+                     [&] { return compare(seen = detail::acquire_load(&word), c, value); }, ns);
+                 return wait_result<std::remove_cv_t<T>>{met ? wait_status::ok : wait_status::timed_out, seen};
+               }),
+               ({
+                 const auto& world = detail::host_wait_world("symm::wait_until_for");
+                 return detail::host_wait_until_for(
+                     world, detail::heap_owner(world, &word), &word, c, value, ns, "symm::wait_until_for");
+               }))
+}
+
+//! wait_until_for on the word at `word`.
+template <class T, detail::wait_duration Duration>
+[[nodiscard]] SYMM_HOST_DEVICE wait_result<std::remove_cv_t<T>>
+wait_until_for(T* word, cmp c, std::type_identity_t<std::remove_cv_t<T>> value, const Duration& timeout) {
+  return wait_until_for(*word, c, value, timeout);
+}
+
+//! wait_until_for on this PE's value of a symmetric scalar (host: a symm::scalar; device: its scalar_ref).
+template <class T, detail::wait_duration Duration>
+[[nodiscard]] SYMM_HOST_DEVICE wait_result<std::remove_cv_t<T>> wait_until_for(
+    const scalar_ref<T>& word, cmp c, std::type_identity_t<std::remove_cv_t<T>> value, const Duration& timeout) {
+  return wait_until_for(word.local(), c, value, timeout);
+}
+template <class T, detail::wait_duration Duration>
+[[nodiscard]] wait_result<std::remove_cv_t<T>>
+wait_until_for(const scalar<T>& word, cmp c, std::type_identity_t<T> value, const Duration& timeout) {
+  return wait_until_for(word.ref(), c, value, timeout);
 }
 
 //! Whether `word <c> value` holds now (one acquire load; no waiting).

@@ -19,8 +19,11 @@
 
 #include <cooperative_groups.h>
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -200,6 +203,51 @@ __global__ void ring_kernel(symm::scalar_ref<int> token, symm::scalar_ref<unsign
 }
 
 //! Each round every PE stores the round into its slot on every PE, then waits with the span forms.
+// ---- wait_until_for / signal_wait_until_for: deadlines in device code -----------------------------------------------
+
+__device__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+//! Thread 0: waits that nobody satisfies end in timed_out after at least their timeout (1 ms from a cuda::std::chrono
+//! literal, `timeout` as a std::chrono argument); then a ring where each PE's writes satisfy its right neighbour's
+//! waits, which end in ok with the value written (or a later one: a PE may run a round ahead of its right neighbour).
+__global__ void
+bounded_wait_kernel(symm::scalar_ref<int> flag, symm::scalar_ref<unsigned long long> flag64, symm::signal_ref sig,
+                    std::chrono::nanoseconds timeout, int me, int n, int rounds, unsigned* errors) {
+  if (threadIdx.x != 0) return;
+  const unsigned long long start = global_ns();
+  const symm::wait_result<int> late = symm::wait_until_for(flag, symm::cmp::eq, -1, cuda::std::chrono::milliseconds(1));
+  if (late.status != symm::wait_status::timed_out || late.value != 0 || late.ok()) atomicAdd(errors, 1u);
+  const unsigned long long after_int = global_ns();
+  if (after_int - start < 1000000ull) atomicAdd(errors, 1u);
+  auto late_signal = symm::signal_wait_until_for(sig, symm::cmp::eq, ~0ull, timeout);
+  if (late_signal.status != symm::wait_status::timed_out) atomicAdd(errors, 1u);
+  if (global_ns() - after_int < 500000ull) atomicAdd(errors, 1u); // `timeout` is 500 us
+  const int right = (me + 1) % n;
+  for (int r = 1; r <= rounds; ++r) {
+    const unsigned long long r64 = (static_cast<unsigned long long>(r) << 32) | static_cast<unsigned>(r);
+    symm::remote(flag, right).store(r, cuda::memory_order_release);
+    symm::remote(flag64, right).store(r64, cuda::memory_order_release);
+    symm::remote(sig.word(), right)[0].store(static_cast<std::uint64_t>(r), cuda::memory_order_release);
+    const auto got = symm::wait_until_for(flag, symm::cmp::ge, r, cuda::std::chrono::seconds(4));
+    if (!got.ok() || got.value < r) atomicAdd(errors, 1u);
+    auto [status, seen] = symm::wait_until_for(&flag64.local(), symm::cmp::ge, r64, std::chrono::seconds(4));
+    if (status != symm::wait_status::ok || seen < r64) atomicAdd(errors, 1u);
+    const auto sig_got =
+        symm::signal_wait_until_for(sig, symm::cmp::ge, static_cast<std::uint64_t>(r), cuda::std::chrono::seconds(4));
+    if (!sig_got.ok() || sig_got.value < static_cast<std::uint64_t>(r)) atomicAdd(errors, 1u);
+  }
+  // A condition that holds already (the left neighbour's last write came before this PE's last wait ended): ok at
+  // once, even with no time at all.
+  if (symm::wait_until_for(flag, symm::cmp::eq, rounds, cuda::std::chrono::nanoseconds(0)).status !=
+      symm::wait_status::ok) {
+    atomicAdd(errors, 1u);
+  }
+}
+
 __global__ void span_wait_kernel(symm::array_ref<unsigned long long> slots, symm::array_ref<std::int32_t> flags32,
                                  int me, int n, int rounds, unsigned* errors) {
   if (threadIdx.x != 0) return;
@@ -660,6 +708,31 @@ TEST_CASE("device wait_until: a token ring on 4- and 8-byte words, and the span 
   }
 }
 
+TEST_CASE("device wait_until_for / signal_wait_until_for: a 1 ms deadline returns timed_out, a satisfied wait ok",
+          "[gpu][wait][bounded]") {
+  for (int n : {2, 4}) {
+    CAPTURE(n);
+    REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(n, [](symm::world& world) {
+      symm::scalar<int> flag(world);
+      symm::scalar<unsigned long long> flag64(world);
+      symm::signal sig(world);
+      pe_stream s;
+      error_counter errors(s.stream);
+      zero(s.stream, &flag.local());
+      zero(s.stream, &flag64.local());
+      zero(s.stream, &sig.local());
+      GPU_CHECK(cudaStreamSynchronize(s.stream));
+      world.barrier();
+      bounded_wait_kernel<<<1, 32, 0, s.stream>>>(
+          flag, flag64, sig, std::chrono::microseconds(500), world.my_pe(), world.n_pes(), 50, errors.count);
+      GPU_CHECK(cudaGetLastError());
+      GPU_CHECK(cudaStreamSynchronize(s.stream));
+      PE_REQUIRE_EQ(errors.read(), 0u);
+      world.barrier();
+    }));
+  }
+}
+
 TEST_CASE("device atomics of every type match a sequential model", "[gpu][atomics]") {
   CAPTURE(symm_test::seed());
   REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(3, [](symm::world& world) {
@@ -985,6 +1058,101 @@ TEST_CASE("host waits on GPU memory (CUDA backend): every comparison, 4- and 8-b
     GPU_CHECK(cudaFree(plain_device));
     world.barrier();
   }));
+}
+
+TEST_CASE("host wait_until_for / signal_wait_until_for on GPU memory (CUDA backend): timed_out, then ok and the value",
+          "[gpu][wait][host][bounded]") {
+  using namespace std::chrono_literals;
+  REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(2, [](symm::world& world) {
+    const int me = world.my_pe(), right = (me + 1) % world.n_pes();
+    symm::scalar<std::int32_t> flag32(world);
+    symm::scalar<std::uint64_t> flag64(world);
+    symm::signal sig(world);
+    symm::remote(flag32, me).store(0);
+    symm::remote(flag64, me).store(0);
+    symm::remote(sig.ref().word(), me)[0].store(0);
+    world.barrier();
+    // Nobody writes: each form ends at its deadline, after at least the timeout (copies of the word until then).
+    const auto timed = [](auto&& wait) {
+      const auto start = std::chrono::steady_clock::now();
+      auto got = wait();
+      const auto took = std::chrono::steady_clock::now() - start;
+      PE_REQUIRE(took >= 20ms);
+      PE_REQUIRE(took < 5s);
+      return got;
+    };
+    const auto r32 = timed([&] { return symm::wait_until_for(flag32, symm::cmp::eq, 1, 20ms); });
+    PE_REQUIRE(r32.status == symm::wait_status::timed_out && r32.value == 0);
+    const auto r64 = timed([&] { return symm::wait_until_for(&flag64.local(), symm::cmp::ne, 0, 20ms); });
+    PE_REQUIRE(r64.status == symm::wait_status::timed_out && r64.value == 0);
+    const auto rs = timed([&] { return symm::signal_wait_until_for(sig, symm::cmp::ge, 1, 20ms); });
+    PE_REQUIRE(rs.status == symm::wait_status::timed_out && rs.value == 0);
+    world.barrier();
+    // The left neighbour's host stores satisfy the waits: ok, with the values stored.
+    symm::remote(flag32, right).store(7);
+    symm::remote(flag64, right).store(std::uint64_t{9} << 40);
+    symm::remote(sig.ref().word(), right)[0].store(5);
+    const auto a = symm::wait_until_for(flag32, symm::cmp::eq, 7, 30s);
+    PE_REQUIRE(a.ok() && a.value == 7);
+    const auto [status, seen] = symm::wait_until_for(flag64, symm::cmp::ge, std::uint64_t{9} << 40, 30s);
+    PE_REQUIRE(status == symm::wait_status::ok && seen == std::uint64_t{9} << 40);
+    const auto s = symm::signal_wait_until_for(sig, symm::cmp::ge, 5, 30s);
+    PE_REQUIRE(s.ok() && s.value == 5);
+    world.barrier();
+  }));
+}
+
+TEST_CASE("a bounded host wait on GPU memory returns peer_failed when a PE dies", "[gpu][wait][bounded][failure]") {
+  using namespace std::chrono_literals;
+  // PE 0 reports through shared memory, which the forked PEs (and the forked child that runs the threads) share with
+  // the test; it must see the death long before its 30 s deadline.
+  auto* noticed = static_cast<std::atomic<int>*>(
+      ::mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  REQUIRE(noticed != MAP_FAILED);
+  for (int kind = 0; kind < 3; ++kind) {
+    for (auto mode : {symm::launch_mode::threads, symm::launch_mode::processes}) {
+      if (mode == symm::launch_mode::threads && !symm_gpu_test::pes_as_threads) continue;
+      CAPTURE(kind, mode == symm::launch_mode::threads);
+      noticed->store(0);
+      auto body = [kind, mode, noticed](symm::world& world) {
+        symm::scalar<std::int32_t> flag32(world);
+        symm::scalar<std::uint64_t> flag64(world);
+        symm::signal sig(world);
+        world.barrier();
+        if (world.my_pe() == 1) {
+          if (mode == symm::launch_mode::processes) ::_exit(0); // vanishes, as in a crash
+          throw std::runtime_error("PE 1 gives up");            // its world marks it failed
+        }
+        const auto start = std::chrono::steady_clock::now();
+        symm::wait_status status = symm::wait_status::ok;
+        switch (kind) {
+          case 0: status = symm::wait_until_for(flag32, symm::cmp::eq, 1, 30s).status; break;
+          case 1: status = symm::wait_until_for(flag64, symm::cmp::ne, 0, 30s).status; break;
+          default: status = symm::signal_wait_until_for(sig, symm::cmp::ge, 1, 30s).status;
+        }
+        if (status == symm::wait_status::peer_failed && std::chrono::steady_clock::now() - start < 10s) {
+          noticed->store(1);
+        }
+      };
+      // Threads in a forked child, which keeps this process free of CUDA. The job fails either way (PE 1 did); what
+      // matters is how PE 0's wait ended.
+      try {
+        if (mode == symm::launch_mode::threads) {
+          symm::launch(1, [&] {
+            try {
+              symm::launch(2, body, {.mode = mode, .world = symm_gpu_test::gpu_options()});
+            } catch (const std::exception&) {
+            }
+          });
+        } else {
+          symm::launch(2, body, {.mode = mode, .world = symm_gpu_test::gpu_options()});
+        }
+      } catch (const std::exception&) {
+      }
+      REQUIRE(noticed->load() == 1);
+    }
+  }
+  ::munmap(noticed, sizeof(std::atomic<int>));
 }
 
 TEST_CASE("a host wait on GPU memory ends with peer_failed when the PE it waits for dies", "[gpu][wait][failure]") {

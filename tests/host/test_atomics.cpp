@@ -3,9 +3,12 @@
 // model, so a lost update, a stale element or a wrong return value fails.
 #include <symm/symm.hpp>
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <numeric>
@@ -637,6 +640,114 @@ TEST_CASE("a wait ends with peer_failed when the PE it waits for dies", "[atomic
   };
   REQUIRE_THROWS_WITH(symm::launch(2, vanish, {.mode = symm::launch_mode::processes, .world = host}),
                       symm_test::contains_substring("PE 0"));
+}
+
+TEST_CASE("bounded waits: a deadline that passes returns timed_out, a condition that holds returns ok and the value",
+          "[atomics][wait][bounded]") {
+  using namespace std::chrono_literals;
+  REQUIRE_NOTHROW(on_pes(2, [](symm::world& world) {
+    const int me = world.my_pe(), other = 1 - me;
+    symm::scalar<std::int32_t> flag32(world);
+    symm::scalar<std::uint64_t> flag64(world);
+    symm::signal sig(world);
+    symm::array<std::int32_t> data(world, 1);
+    flag32.local() = 0;
+    flag64.local() = 0;
+    world.barrier();
+    // Nobody writes: every form ends at its deadline, having waited at least that long (not much longer: a few ms).
+    const auto timed = [](auto&& wait, std::chrono::milliseconds timeout) {
+      const auto start = std::chrono::steady_clock::now();
+      auto got = wait(timeout);
+      const auto took = std::chrono::steady_clock::now() - start;
+      PE_REQUIRE(took >= timeout);
+      PE_REQUIRE(took < timeout + 5s);
+      return got;
+    };
+    auto r32 = timed([&](auto t) { return symm::wait_until_for(flag32, symm::cmp::eq, 1, t); }, 20ms);
+    PE_REQUIRE(r32.status == symm::wait_status::timed_out && !r32.ok());
+    PE_REQUIRE_EQ(r32.value, 0);
+    auto r64 = timed([&](auto t) { return symm::wait_until_for(&flag64.local(), symm::cmp::ge, 1, t); }, 20ms);
+    PE_REQUIRE(r64.status == symm::wait_status::timed_out);
+    PE_REQUIRE_EQ(r64.value, std::uint64_t{0});
+    auto rs = timed([&](auto t) { return symm::signal_wait_until_for(sig, symm::cmp::ne, 0, t); }, 20ms);
+    PE_REQUIRE(rs.status == symm::wait_status::timed_out);
+    // A timeout of 0 or less checks and gives up; a cuda::std::chrono duration works as well as a std::chrono one.
+    PE_REQUIRE(symm::wait_until_for(flag32, symm::cmp::eq, 1, 0ms).status == symm::wait_status::timed_out);
+    PE_REQUIRE(symm::wait_until_for(flag32, symm::cmp::eq, 1, -5s).status == symm::wait_status::timed_out);
+    PE_REQUIRE(symm::wait_until_for(flag32, symm::cmp::eq, 1, cuda::std::chrono::microseconds(100)).status ==
+               symm::wait_status::timed_out);
+    // A condition that holds already returns ok and the value at once, whatever the timeout.
+    PE_REQUIRE(symm::wait_until_for(flag32, symm::cmp::eq, 0, 0ms).status == symm::wait_status::ok);
+    world.barrier();
+    // A peer's write ends the wait with ok and the value it wrote, well before the deadline.
+    for (std::int32_t r = 1; r <= 200; ++r) {
+      if (me == 0) {
+        symm::remote(flag32, other).store(r);
+        symm::remote(flag64, other).store(std::uint64_t(r) << 32, cuda::memory_order_release);
+        const std::array<std::int32_t, 1> sent{-r};
+        symm::put_signal(symm::remote(data, other), sent, symm::remote(sig, other), std::uint64_t(r),
+                         symm::signal_op::set);
+      } else {
+        auto a = symm::wait_until_for(flag32, symm::cmp::ge, r, 30s);
+        PE_REQUIRE(a.ok());
+        PE_REQUIRE_EQ(a.value, r);
+        auto [status, seen] = symm::wait_until_for(flag64.local(), symm::cmp::eq, std::uint64_t(r) << 32, 30s);
+        PE_REQUIRE(status == symm::wait_status::ok);
+        PE_REQUIRE_EQ(seen, std::uint64_t(r) << 32);
+        auto s = symm::signal_wait_until_for(sig, symm::cmp::ge, std::uint64_t(r), 30s);
+        PE_REQUIRE(s.ok());
+        PE_REQUIRE_EQ(s.value, std::uint64_t(r));
+        PE_REQUIRE_EQ(data.local()[0], -r); // the put's data is visible once its signal is seen
+      }
+      world.barrier();
+    }
+  }));
+}
+
+TEST_CASE("a bounded host wait returns peer_failed when another PE dies", "[atomics][wait][bounded][failure]") {
+  using namespace std::chrono_literals;
+  const symm::world_options host{.backend = symm::backend::host, .heap_size = 1 << 20};
+  // Each form, as threads (PE 1 leaves by an exception: its world marks it failed) and as processes (PE 1 vanishes
+  // without a word, as in a crash). PE 0 must see it long before its 30 s deadline; it reports through shared memory,
+  // which forked PEs share with the test.
+  auto* noticed = static_cast<std::atomic<int>*>(
+      ::mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  REQUIRE(noticed != MAP_FAILED);
+  for (int kind = 0; kind < 3; ++kind) {
+    for (auto mode : {symm::launch_mode::threads, symm::launch_mode::processes}) {
+      CAPTURE(kind, mode == symm::launch_mode::threads);
+      noticed->store(0);
+      auto body = [&](symm::world& world) {
+        symm::scalar<std::int32_t> flag32(world);
+        symm::scalar<std::uint64_t> flag64(world);
+        symm::signal sig(world);
+        flag32.local() = 0;
+        flag64.local() = 0;
+        world.barrier();
+        if (world.my_pe() == 1) {
+          if (mode == symm::launch_mode::processes) ::_exit(0);
+          throw std::runtime_error("PE 1 gives up");
+        }
+        const auto start = std::chrono::steady_clock::now();
+        symm::wait_status status = symm::wait_status::ok;
+        switch (kind) {
+          case 0: status = symm::wait_until_for(flag32, symm::cmp::eq, 1, 30s).status; break;
+          case 1: status = symm::wait_until_for(flag64, symm::cmp::eq, 1, 30s).status; break;
+          default: status = symm::signal_wait_until_for(sig, symm::cmp::ge, 1, 30s).status;
+        }
+        if (status == symm::wait_status::peer_failed && std::chrono::steady_clock::now() - start < 10s) {
+          noticed->store(1);
+        }
+      };
+      // The job still fails (PE 1 did); what matters is how PE 0's wait ended.
+      try {
+        symm::launch(2, body, {.mode = mode, .world = host});
+      } catch (const std::exception&) {
+      }
+      REQUIRE(noticed->load() == 1);
+    }
+  }
+  ::munmap(noticed, sizeof(std::atomic<int>));
 }
 
 TEST_CASE("fence orders put_nbi before a later put; quiet completes it; put_signal after fence",

@@ -71,6 +71,21 @@ SYMM_DEVICE SYMM_FORCEINLINE void device_wait_until(Done&& done, const char* wha
   }
 }
 
+//! device_wait_until with a bound that ends the wait instead of trapping: true when done() held, false when more than
+//! `timeout_ns` passed first. The same polls and clock reads (the clock starts at the 1024th poll, so a wait that times
+//! out lasts at least the timeout); its own loop, so that the trapping one stays as it is.
+template <class Done>
+[[nodiscard]] SYMM_DEVICE SYMM_FORCEINLINE bool device_wait_until_for(Done&& done, std::uint64_t timeout_ns) {
+  std::uint64_t start = 0;
+  for (unsigned polls = 1; !done(); ++polls) {
+    if ((polls & 1023u) != 0) continue;
+    std::uint64_t now = global_timer_ns();
+    if (start == 0) start = now;
+    else if (now - start > timeout_ns) return false;
+  }
+  return true;
+}
+
 //! Spins until the counter reaches `wanted`. The polls are acquire loads: an acquire fence after the wait would cost
 //! a second system-wide memory barrier per barrier round (MEMBAR.SYS; an acquire load is a load and an L1 invalidate).
 template <class AtomicRef>

@@ -16,6 +16,7 @@
 #include <symm/detail/control_segment.hpp>
 #include <symm/detail/world_state.hpp>
 #include <symm/error.hpp>
+#include <symm/wait_status.hpp>
 
 #if SYMM_CUDA_BACKEND()
 #  include <cuda_runtime_api.h>
@@ -95,17 +96,28 @@ void wake_waiters(const world_state* world, int pe, const T* address) noexcept {
 //! How often a host wait checks the other PEs' health.
 inline constexpr std::chrono::milliseconds liveness_period{5};
 
+//! The steady_clock time `timeout_ns` from now; time_point::max() (no deadline) for one of centuries.
+inline std::chrono::steady_clock::time_point host_deadline(std::uint64_t timeout_ns) {
+  constexpr std::uint64_t century_ns = 3155760000000000000ull;
+  if (timeout_ns >= century_ns) return std::chrono::steady_clock::time_point::max();
+  return std::chrono::steady_clock::now() + std::chrono::nanoseconds(static_cast<std::int64_t>(timeout_ns));
+}
+
 //! Waits until `done(value)` holds for the value of `*word` (a 4- or 8-byte word of PE owner's heap, or -1 for memory
-//! outside the heaps); returns that value. Acquire: what was written before the satisfying write is visible after.
-//! Throws errc::peer_failed when another PE fails meanwhile.
+//! outside the heaps), or until `deadline` passes; returns ok and that value, or timed_out and the value seen last.
+//! Acquire: what was written before the satisfying write is visible after. Throws errc::peer_failed when another PE
+//! fails meanwhile. The deadline is looked at with the liveness clock, so a wait may outlast it by one futex sleep
+//! (up to 5 ms).
 template <class T, class Done>
-std::remove_cv_t<T> host_wait(const world_state& world, int owner, T* word, Done&& done, std::string_view what) {
+wait_result<std::remove_cv_t<T>>
+host_wait_until_deadline(const world_state& world, int owner, T* word, Done&& done, std::string_view what,
+                         std::chrono::steady_clock::time_point deadline) {
   using value_type = std::remove_cv_t<T>;
   static_assert(sizeof(T) == 4 || sizeof(T) == 8, "host_wait: 4- or 8-byte words only");
   std::atomic_ref<value_type> atom(*const_cast<value_type*>(word));
   for (int spin = 0; spin < 2048; ++spin) {
     value_type v = atom.load(std::memory_order_acquire);
-    if (done(v)) return v;
+    if (done(v)) return {wait_status::ok, v};
 #if defined(__x86_64__)
     __builtin_ia32_pause();
 #endif
@@ -131,15 +143,23 @@ std::remove_cv_t<T> host_wait(const world_state& world, int owner, T* word, Done
       std::this_thread::yield();
     }
     value_type v = atom.load(std::memory_order_acquire);
-    if (done(v)) return v;
+    if (done(v)) return {wait_status::ok, v};
     if ((round & 63u) == 0 || sizeof(T) == sizeof(std::uint32_t)) {
       auto now = std::chrono::steady_clock::now();
       if (now >= next_check) {
         world.peers().check(what);
         next_check = now + liveness_period;
       }
+      if (now >= deadline) return {wait_status::timed_out, v};
     }
   }
+}
+
+//! host_wait_until_deadline without a deadline: waits while the other PEs live and returns the value that satisfied
+//! `done`.
+template <class T, class Done>
+std::remove_cv_t<T> host_wait(const world_state& world, int owner, T* word, Done&& done, std::string_view what) {
+  return host_wait_until_deadline(world, owner, word, done, what, std::chrono::steady_clock::time_point::max()).value;
 }
 
 //! Waits until `done()` holds, where done reads several words (wait_until_any / some): spins, then yields, checking

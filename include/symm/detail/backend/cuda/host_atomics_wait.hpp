@@ -87,8 +87,10 @@ private:
 
 //! Runs `round()` (a copy and a check; true when the wait is over) until it returns true, backing off up to `longest`
 //! between rounds and checking every liveness_period that the other PEs are alive (errc::peer_failed otherwise).
+//! False when `deadline` passed first.
 template <class Round>
-void poll_gpu(const world_state& world, std::chrono::microseconds longest, std::string_view what, Round&& round) {
+bool poll_gpu(const world_state& world, std::chrono::microseconds longest, std::string_view what, Round&& round,
+              std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max()) {
   gpu_backoff backoff(longest);
   const host_wait_mark waiting = world.mark_host_wait();
   auto next_check = std::chrono::steady_clock::now() + liveness_period;
@@ -98,8 +100,10 @@ void poll_gpu(const world_state& world, std::chrono::microseconds longest, std::
       world.peers().check(what);
       next_check = now + liveness_period;
     }
+    if (now >= deadline) return false;
     backoff.pause();
   }
+  return true;
 }
 
 //! Copies the word, a 4- or 8-byte integer in GPU memory, until `met(value)` holds; returns the value seen.
@@ -114,6 +118,22 @@ std::remove_cv_t<T> gpu_wait(const world_state& world, const T* word, Met&& met,
     return met(seen);
   });
   return seen;
+}
+
+//! gpu_wait until `deadline` at most: ok and the value that satisfied `met`, or timed_out and the value seen last.
+template <class T, class Met>
+wait_result<std::remove_cv_t<T>>
+gpu_wait_until_deadline(const world_state& world, const T* word, Met&& met, std::string_view what,
+                        std::chrono::steady_clock::time_point deadline) {
+  std::remove_cv_t<T> seen{};
+  const bool met_it = poll_gpu(
+      world, std::chrono::microseconds(100), what,
+      [&] {
+        seen = read_gpu_word(world, word);
+        return met(seen);
+      },
+      deadline);
+  return {met_it ? wait_status::ok : wait_status::timed_out, seen};
 }
 
 //! Copies the `n` words at `words` (GPU memory) until `done(snapshot)` holds for a snapshot of them.
