@@ -298,7 +298,7 @@ put_signal_nbi(const pe_span<T, E>& dst, Range&& source, const pe_signal& sig, s
     cudaStream_t stream = world->cuda()->stream();
     detail::put_signal_on(stream, dst.address(), std::ranges::data(source), dst.size_bytes(), sig, value, op,
                           "symm::put_signal_nbi");
-    return future<>(detail::stream_operation(stream, "symm::put_signal_nbi", world->my_pe()));
+    return future<>(world->cuda()->own_stream_operation("symm::put_signal_nbi"));
   }
 #endif
   if (dst.size_bytes() != 0) world->copy(dst.address(), std::ranges::data(source), dst.size_bytes());

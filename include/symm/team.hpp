@@ -302,9 +302,9 @@ namespace detail {
 //! release fence per signalling thread, then relaxed stores), wait until every other team PE's count of arrivals here
 //! reaches this PE's count of arrivals there (acquire polls). The group syncs before and after, so the release covers
 //! every thread's earlier writes and the acquires every thread's later reads (both are cumulative through it). Each
-//! pair is handled by one thread of the group, which keeps the pair's count. `flags_of(pe)` is where a channel's flags
-//! lie on team PE i, world PE pe (`flags_of(i, pe)`): world_n_pes() arrival counts (word q counts q's arrivals at pe),
-//! then pe's counts of its own arrivals at each world PE.
+//! pair is handled by one thread of the group, which keeps the pair's count. `flags_of(i, pe)` is where a channel's
+//! flags lie on team PE i (world PE pe): world_n_pes() arrival counts (word q counts q's arrivals at pe), then pe's
+//! counts of its own arrivals at each world PE.
 template <class Group, class FlagsOf>
 SYMM_DEVICE SYMM_FORCEINLINE void
 pair_barrier_round(const Group& group, const team_ref& t, const FlagsOf& flags_of, const char* what) {

@@ -220,7 +220,8 @@ bounded_wait_kernel(symm::scalar_ref<int> flag, symm::scalar_ref<unsigned long l
   if (threadIdx.x != 0) return;
   const unsigned long long start = global_ns();
   const symm::wait_result<int> late = symm::wait_until_for(flag, symm::cmp::eq, -1, cuda::std::chrono::milliseconds(1));
-  if (late.status != symm::wait_status::timed_out || late.value != 0 || late.ok()) atomicAdd(errors, 1u);
+  // Its value is whatever the left neighbour stored meanwhile (it may have started its ring already): not checked.
+  if (late.status != symm::wait_status::timed_out || late.ok()) atomicAdd(errors, 1u);
   const unsigned long long after_int = global_ns();
   if (after_int - start < 1000000ull) atomicAdd(errors, 1u);
   auto late_signal = symm::signal_wait_until_for(sig, symm::cmp::eq, ~0ull, timeout);
@@ -234,7 +235,7 @@ bounded_wait_kernel(symm::scalar_ref<int> flag, symm::scalar_ref<unsigned long l
     symm::remote(sig.word(), right)[0].store(static_cast<std::uint64_t>(r), cuda::memory_order_release);
     const auto got = symm::wait_until_for(flag, symm::cmp::ge, r, cuda::std::chrono::seconds(4));
     if (!got.ok() || got.value < r) atomicAdd(errors, 1u);
-    auto [status, seen] = symm::wait_until_for(&flag64.local(), symm::cmp::ge, r64, std::chrono::seconds(4));
+    auto [status, seen] = symm::wait_until_for(&flag64.local(), symm::cmp::ge, r64, cuda::std::chrono::seconds(4));
     if (status != symm::wait_status::ok || seen < r64) atomicAdd(errors, 1u);
     const auto sig_got =
         symm::signal_wait_until_for(sig, symm::cmp::ge, static_cast<std::uint64_t>(r), cuda::std::chrono::seconds(4));

@@ -128,16 +128,22 @@ TEST_CASE("quiet, team barriers and signal waits on a stream order a ring exchan
     // more than collective_flags::inline_pes PEs gives the barrier kernel no flag addresses in its parameters: it
     // reads the peer table. Even steps launch that form of the kernel (with the flags symm::barrier_all would pass,
     // less the inline addresses), mixed with symm::barrier_all's, on the same counts.
+    const auto table_flags_of = [&](const symm::team_ref& t) {
+      auto flags = symm::detail::collective_flags::of(t, world.state()->collective_flags_offset());
+      flags.inlined = false;
+      return flags;
+    };
+    const auto table_barrier = [&](const symm::team_ref& t) {
+      symm::detail::stream_barrier_kernel<symm::team_ref>
+          <<<1, symm::detail::stream_barrier_threads, 0, s>>>(t, table_flags_of(t));
+    };
     const symm::team_ref world_ref = world.team();
-    auto table_flags = symm::detail::collective_flags::of(world_ref, world.state()->collective_flags_offset());
-    table_flags.inlined = false;
     for (int step = 1; step <= steps; ++step) {
       fill_step<<<64, 256, 0, s>>>(src.local().data(), count, me, step);
       (void) symm::put(s, symm::remote(dst, right), src.local());
       (void) symm::quiet(s);
       if (step % 2 == 0 && !world_ref.rma_peer()) {
-        symm::detail::stream_barrier_kernel<symm::team_ref>
-            <<<1, symm::detail::stream_barrier_threads, 0, s>>>(world_ref, table_flags);
+        table_barrier(world_ref);
       } else {
         (void) symm::barrier_all(s, world.team());
       }
@@ -171,7 +177,9 @@ TEST_CASE("quiet, team barriers and signal waits on a stream order a ring exchan
         const int next = t->world_pe((at + 1) % size), previous = t->world_pe((at + size - 1) % size);
         fill_step<<<64, 256, 0, s>>>(src.local().data(), count, me, 200 + step);
         (void) symm::put(s, symm::remote(*into, next), src.local());
-        (void) symm::barrier_all(s, *t);
+        // The column (world PEs at a stride of 2) takes the table form at odd steps: team and world numbers differ.
+        if (t == &column && step % 2 == 1 && !symm::team_ref(column).rma_peer()) table_barrier(column);
+        else (void) symm::barrier_all(s, *t);
         count_wrong<<<64, 256, 0, s>>>(into->local().data(), count, previous, 200 + step, errors + 2);
         const symm::team& closing = step % 2 == 0 ? everyone : *t;
         (void) symm::sync_all(s, closing);

@@ -21,15 +21,12 @@ Asserted for each kernel pair, at both levels:
      space from the compiler where the raw code keeps it (fewer is fine);
   2. the same multiset of shared-memory instructions (LDS STS ATOMS LDSM STSM), keyed the same way;
   3. no local memory in the symm kernels: no LDL/STL, and LOCAL:0 STACK:0 in `cuobjdump -res-usage`; in kernels
-     with a device wait (barrier_block_loop, stream_barrier_round), whose deadlock reporter prints, the raw kernel's
-     frame and local accesses exactly, no more;
+     with a device wait (barrier_block_loop, the stream_barrier_round kernels), whose deadlock reporter prints, the
+     raw kernel's frame and local accesses exactly, no more;
   4. in the loop kernels with 32-bit data (p_loop, g_loop, ring_loop, p_quiet_loop) no 64-bit load in a loop body: a
      64-bit load there is a re-read of the peer table. In p_quiet_loop, whose loop nvcc unrolls into a main loop and a
      remainder loop, the table may be read once before each of them (the raw kernel reads it once, by hand, before
-     both): there, 64-bit loads outside loop bodies count as present or absent, not by number;
-  5. in stream_barrier_round, whose flag addresses come in its parameters for teams of up to 32 PEs, no more
-     unconditional (unpredicated) 64-bit loads than in the raw kernel: a peer-table read that every launch would wait
-     on before its first arrival store shows up as one more.
+     both): there, 64-bit loads outside loop bodies count as present or absent, not by number.
 A loop body is the address range between a backward branch's target and the branch (BRA to a lower address).
 Reported, not asserted: constant-bank loads (LDC/ULDC: kernel parameters, whose layout differs because array_ref
 carries fields the raw kernels do not take), instruction counts in all and in loop bodies, registers, and the PE
@@ -72,11 +69,7 @@ FLOAT_LOOP_KERNELS = ("p_loop", "g_loop", "ring_loop", "p_quiet_loop")
 # Kernels with a device wait: its deadlock reporter prints (out of line, reached only when a wait times out), and
 # printf's arguments need a stack frame. Allowed there as far as the raw kernel, with the same reporter, has the same
 # frame and local accesses (rule 3).
-REPORTER_FRAME_KERNELS = ("barrier_block_loop", "stream_barrier_round")
-# Kernels that get their peers' flag addresses in their parameters (detail::collective_flags, up to 32 PEs) and read
-# the peer table only for larger teams: every 64-bit global load there must be conditional (predicated), as in the
-# raw kernel with the same fallback, so that no table read precedes the first arrival store (rule 5).
-INLINE_FLAG_KERNELS = ("stream_barrier_round",)
+REPORTER_FRAME_KERNELS = ("barrier_block_loop", "stream_barrier_round", "stream_barrier_round_inline")
 # Kernels whose out-of-loop table reads are compared as present or absent (one per copy of an unrolled loop).
 TABLE_READ_PER_LOOP_COPY = {"p_quiet_loop": "LDG.64"}
 
@@ -281,14 +274,6 @@ def compare(symm: Kernel, raw: Kernel) -> list[str]:
             loops = ", ".join(f"[{lo:04x}, {hi:04x}]" for lo, hi in symm.loops)
             problems.append(f"peer table read in a loop body (loops {loops}): a 64-bit load where the data are 32-bit:")
             problems += [f"      symm {i.text()}" for i in table]
-    if symm.name in INLINE_FLAG_KERNELS:
-        def unconditional_wide_loads(k: Kernel) -> list[Instr]:
-            return [i for i in k.of({"LDG", "LD"}) if not i.pred and i.key().split(" ")[0].endswith(".64")]
-        mine, theirs = unconditional_wide_loads(symm), unconditional_wide_loads(raw)
-        if len(mine) > len(theirs):
-            problems.append(f"unconditional 64-bit loads (a peer-table read before the arrival store?): symm "
-                            f"{len(mine)}, raw {len(theirs)}:")
-            problems += [f"      {side:4} {i.text()}" for side, k in (("symm", mine), ("raw", theirs)) for i in k]
     return problems
 
 

@@ -263,13 +263,12 @@ struct raw_flag_areas {
   unsigned long long* area[32];
   bool inlined;
 };
-extern "C" __global__ void stream_barrier_round(void* const* peers, int start, int stride, int n, int my_index,
-                                                int world_me, int world_n, raw_flag_areas flags) {
+namespace {
+// One round: flags_of(i, pe) is team PE i's (world PE pe's) flag area.
+template <class FlagsOf>
+__device__ __forceinline__ void
+raw_stream_round(const FlagsOf& flags_of, int start, int stride, int n, int my_index, int world_me, int world_n) {
   auto block = cg::this_thread_block();
-  const auto flags_of = [&](int i, int pe) {
-    if (flags.inlined) return flags.area[i];
-    return reinterpret_cast<unsigned long long*>(static_cast<unsigned char*>(peers[pe]) + flags.offset);
-  };
   const int rank = static_cast<int>(block.thread_rank()), count = static_cast<int>(block.num_threads());
   block.sync();
   unsigned long long* mine = flags_of(my_index, world_me);
@@ -287,4 +286,25 @@ extern "C" __global__ void stream_barrier_round(void* const* peers, int start, i
     raw_wait_for_count(&mine[p], sent[p], world_me, p);
   }
   block.sync();
+}
+} // namespace
+
+// The round, chosen once per launch: the inline areas, or the table for larger teams.
+extern "C" __global__ void stream_barrier_round(void* const* peers, int start, int stride, int n, int my_index,
+                                                int world_me, int world_n, raw_flag_areas flags) {
+  if (flags.inlined) {
+    raw_stream_round([&](int i, int) { return flags.area[i]; }, start, stride, n, my_index, world_me, world_n);
+  } else {
+    raw_stream_round(
+        [&](int, int pe) {
+          return reinterpret_cast<unsigned long long*>(static_cast<unsigned char*>(peers[pe]) + flags.offset);
+        },
+        start, stride, n, my_index, world_me, world_n);
+  }
+}
+
+// The same with the flag addresses inline only (teams of up to 32 PEs).
+extern "C" __global__ void stream_barrier_round_inline(
+    void* const*, int start, int stride, int n, int my_index, int world_me, int world_n, raw_flag_areas flags) {
+  raw_stream_round([&](int i, int) { return flags.area[i]; }, start, stride, n, my_index, world_me, world_n);
 }

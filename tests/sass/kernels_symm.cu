@@ -99,9 +99,16 @@ extern "C" __global__ void barrier_block_loop(symm::world_ref w, int channel, lo
 }
 
 // (10) the barrier round of symm's stream kernels (stream barrier, stream collectives, alltoallv on a stream), for a
-// team: each team PE's flag area comes in the kernel's parameters (collective_flags, teams of up to 32 PEs), so no
-// load of the peer table precedes the first arrival store; larger teams read the table. Per pair of PEs, one read-
+// team: each team PE's flag area comes in the kernel's parameters (collective_flags, teams of up to 32 PEs); larger
+// teams read the peer table. The choice is made once per launch (two copies of the round). Per pair of PEs, one read-
 // modify-write of this PE's count, a release fence, a relaxed arrival store and acquire polls.
 extern "C" __global__ void stream_barrier_round(symm::team_ref t, symm::detail::collective_flags flags) {
+  symm::detail::collective_flags_round(cg::this_thread_block(), t, flags, 0);
+}
+
+// (11) the same round as every team of up to 32 PEs runs it, with the flag addresses inline: no peer-table read and
+// no generic access beyond the raw twin's (a choice per flag address, instead of once, leaves both in the loop).
+extern "C" __global__ void stream_barrier_round_inline(symm::team_ref t, symm::detail::collective_flags flags) {
+  if (!flags.inlined) return; // the table path, dead below
   symm::detail::collective_flags_round(cg::this_thread_block(), t, flags, 0);
 }

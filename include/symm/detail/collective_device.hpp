@@ -245,10 +245,9 @@ struct collective_flags {
     return f;
   }
 
-  //! Channel `channel`'s flags on team PE `team_pe`, world PE `world_pe`.
+  //! Channel `channel`'s flags on team PE `team_pe` (inline areas only).
   [[nodiscard]] SYMM_DEVICE SYMM_FORCEINLINE std::uint64_t*
-  on(const team_ref& t, int team_pe, int world_pe, int channel) const noexcept {
-    if (!inlined) return t.pair_flags(world_pe, offset, channel);
+  inline_on(const team_ref& t, int team_pe, int channel) const noexcept {
     std::uint64_t* const flags =
         area[team_pe] + static_cast<std::size_t>(channel) * 2 * static_cast<std::size_t>(t.world_n_pes());
     // A team whose collectives run here has no PE reached by NVSHMEM RMA: every area is a peer mapping (global).
@@ -262,11 +261,18 @@ struct collective_flags {
 template <class Group>
 SYMM_DEVICE void
 collective_flags_round(const Group& group, const team_ref& t, const collective_flags& flags, int channel) {
+  constexpr const char* what = "a symm collective on a stream (do collectives of teams that share PEs run at once on "
+                               "different streams?)";
   group.sync();
-  const auto flags_of = [&](int team_pe, int world_pe) { return flags.on(t, team_pe, world_pe, channel); };
-  pair_barrier_round(group, t, flags_of,
-                     "a symm collective on a stream (do collectives of teams that share PEs run at once on different "
-                     "streams?)");
+  // Two copies of the round, chosen once: a choice per flag address would leave the table read (predicated off) and
+  // generic accesses in the inline round's loop.
+  if (flags.inlined) {
+    pair_barrier_round(
+        group, t, [&](int team_pe, int) { return flags.inline_on(t, team_pe, channel); }, what);
+  } else {
+    pair_barrier_round(
+        group, t, [&](int, int world_pe) { return t.pair_flags(world_pe, flags.offset, channel); }, what);
+  }
 }
 
 //! The kernel of a host-issued collective: block b of each PE handles its share of the data (the grid's threads share

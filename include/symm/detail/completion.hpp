@@ -6,6 +6,7 @@
 #include <atomic>
 #include <exception>
 #include <memory>
+#include <type_traits>
 
 SYMM_BEGIN_NAMESPACE
 namespace detail {
@@ -43,16 +44,17 @@ private:
 //! when it was issued. What ready() and wait() do lives with the CUDA backend (detail/backend/cuda/cuda_heap.hpp,
 //! stream_operation), reached through `operations`, so that this header needs no CUDA. Trivially copyable.
 struct stream_state {
-  struct behaviour {
+  struct operations_table {
     bool (*ready)(const stream_state&);
     void (*wait)(const stream_state&);
   };
-  const behaviour* operations = nullptr; //!< null: no operation
-  void* stream = nullptr;                //!< a cudaStream_t
+  const operations_table* operations = nullptr; //!< null: no operation
+  void* stream = nullptr;                       //!< a cudaStream_t
   const char* what = nullptr;
   int pe = -1;
   bool recorded = false;
 };
+static_assert(std::is_trivially_copyable_v<stream_state>, "a future moves its stream state by copying it");
 
 } // namespace detail
 SYMM_END_NAMESPACE

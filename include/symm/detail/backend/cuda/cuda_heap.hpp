@@ -78,7 +78,7 @@ struct stream_operation_behaviour {
                "synchronise the stream the graph is launched on instead (cudaGraphLaunch, then cudaStreamSynchronize)",
                s.pe, call, s.what);
   }
-  static constexpr stream_state::behaviour table{&ready, &wait};
+  static constexpr stream_state::operations_table table{&ready, &wait};
 };
 
 //! The completion state of an operation just enqueued on `stream` by PE `pe`; `what` names it (a string literal).
@@ -215,11 +215,16 @@ public:
     SYMM_TRY_CUDA(cudaStreamSynchronize(stream_));
   }
 
-  //! A non-blocking copy on symm's own stream, which no user captures into a graph: no capture query.
+  //! The completion state of an operation just enqueued on symm's own stream, which no user captures into a graph:
+  //! no capture query.
+  [[nodiscard]] stream_state own_stream_operation(const char* what) const noexcept {
+    return stream_state{&stream_operation_behaviour::table, stream_, what, pe_, false};
+  }
+
+  //! A non-blocking copy on symm's own stream.
   std::shared_ptr<completion> copy_async(void* dst, const void* src, std::size_t bytes) {
     enqueue_copy(stream_, dst, src, bytes);
-    return std::make_shared<stream_completion>(
-        stream_state{&stream_operation_behaviour::table, stream_, "a non-blocking copy", pe_, false});
+    return std::make_shared<stream_completion>(own_stream_operation("a non-blocking copy"));
   }
 
   //! A copy ordered on the caller's stream; its completion follows the stream (stream_operation, `what` names the
