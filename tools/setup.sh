@@ -10,6 +10,8 @@
 # both backends; without one only the host backend, whose CCCL headers are then fetched from PyPI (the
 # nvidia-cuda-cccl package, into the private prefix `tools/find-cccl.py --prefix` prints), where Meson finds them.
 # SYMM_TOOLKIT=none: behave as on a machine without a toolkit even if there is one (the no-toolkit CI stage).
+# For the launcher tests, unless SYMM_TEST_LAUNCHERS=0: openmpi-bin (apt) and MPICH's mpiexec (PyPI's mpich wheel,
+# into the same cache).
 # SYMM_NVSHMEM_HEADERS=1: also unpack NVSHMEM's headers, only the include/ of PyPI's nvidia-nvshmem-cu13 wheel, into
 # the same cache (beside CCCL's), for the NVSHMEM twin of benchmarks/compile_time.py; =PATH.whl: from that wheel.
 # Prints one line per thing installed and nothing else on success.
@@ -148,6 +150,34 @@ symm_setup() {
       rm -f "$log"; return 1
     fi
     echo "setup.sh: installed cuobjdump and nvdisasm 13.5.37 (pip: nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm)"
+  fi
+
+  # --- Launchers for the tools suite's tests with the real ones (RealLauncherTest) --------------------------------
+  # Open MPI's mpirun (Debian's openmpi-bin) and MPICH's mpiexec (PyPI's mpich wheel, 13 MB, into the per-user cache
+  # beside CCCL's, where the test looks). Not fatal: without one, its test skips, saying so. SYMM_TEST_LAUNCHERS=0
+  # skips both installs.
+  if [ "${SYMM_TEST_LAUNCHERS:-1}" != 0 ]; then
+    if ! command -v ompi_info >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 &&
+      { [ "$(id -u)" = 0 ] || [ -n "$sudo" ]; }; then
+      if { $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends openmpi-bin ||
+        { $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+          $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends openmpi-bin; }; } \
+        >"$log" 2>&1; then
+        echo "setup.sh: installed openmpi-bin (apt), for the launcher tests"
+      else
+        echo "setup.sh: note: apt-get could not install openmpi-bin; the Open MPI launcher test will skip"
+      fi
+    fi
+    local mpich_version=5.0.2 mpich_prefix
+    mpich_prefix="$(dirname "$(python3 "$here/find-cccl.py" --prefix)")/mpich-$mpich_version"
+    if [ ! -x "$mpich_prefix/bin/mpiexec" ]; then
+      if python3 -m pip "${pip_install[@]}" --no-deps --ignore-installed --prefix "$mpich_prefix" \
+        "mpich==$mpich_version" >"$log" 2>&1 && [ -x "$mpich_prefix/bin/mpiexec" ]; then
+        echo "setup.sh: installed MPICH's mpiexec $mpich_version (pip: mpich) into $mpich_prefix, for the launcher tests"
+      else
+        echo "setup.sh: note: pip could not install mpich==$mpich_version into $mpich_prefix; the MPICH launcher test will skip"
+      fi
+    fi
   fi
 
   # --- on request, NVSHMEM's headers (include/ only) for the NVSHMEM twin of benchmarks/compile_time.py -----------

@@ -159,6 +159,8 @@ public:
   //! The GPU this PE uses and why (docs/launching.md: world_options::device, else SYMM_DEVICE, else the local PE
   //! modulo the visible GPUs); number -1 on the host backend.
   [[nodiscard]] device_info device() const { return state_->device(); }
+  //! Which launcher started the job, what identifies the job, and where its PEs met (SYMM_DEBUG=1 prints it at start).
+  [[nodiscard]] launcher_info launcher() const { return state_->launcher(); }
   //! Bytes of symmetric heap per PE.
   [[nodiscard]] std::size_t heap_size() const noexcept { return state_->heap_bytes(); }
   //! Bytes of symmetric heap in use (identical on every PE).

@@ -268,6 +268,65 @@ TEST_CASE("the meeting place comes from the launcher's job identity, never a fal
                           symm_test::contains_substring("SYMM_JOB_ID=$(uuidgen)"));
 }
 
+TEST_CASE("torchrun: a job of one node meets through a Unix socket, one across nodes over TCP", "[world][identity]") {
+  const scoped_env clean = without_launchers();
+  scoped_env torchrun(
+      {{"RANK", "1"},
+       {"WORLD_SIZE", "4"},
+       {"LOCAL_RANK", "1"},
+       {"LOCAL_WORLD_SIZE", "4"},
+       {"MASTER_ADDR", "10.0.0.1"},
+       {"MASTER_PORT", "29500"},
+       {"TORCHELASTIC_RUN_ID", "r1"},
+       {"SYMM_BOOTSTRAP_ADDR", nullptr},
+       {"SYMM_JOB_ID", nullptr}});
+  // --standalone or --nnodes 1: every PE is on this node. No TCP, so no token; the directory is the job's own.
+  auto job = symm::detail::job_from_environment();
+  CHECK(job.source == "torchrun");
+  CHECK(job.bootstrap_addr.empty());
+  CHECK(job.local_n_pes_given);
+  CHECK(job.job_dir == symm::detail::derived_job_dir(job.identity));
+  CHECK(job.identity == "torchrun: MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 TORCHELASTIC_RUN_ID=r1");
+  {
+    scoped_env two_nodes({{"LOCAL_WORLD_SIZE", "2"}}); // --nnodes 2 --nproc-per-node 2
+    CHECK(symm::detail::job_from_environment().bootstrap_addr == "10.0.0.1:29501");
+  }
+  {
+    scoped_env no_local_size({{"LOCAL_WORLD_SIZE", nullptr}}); // not torchrun's own: nothing says one node
+    CHECK(symm::detail::job_from_environment().bootstrap_addr == "10.0.0.1:29501");
+  }
+  {
+    scoped_env chosen({{"SYMM_BOOTSTRAP_ADDR", "10.0.0.9:4000"}}); // the user's choice stands
+    CHECK(symm::detail::job_from_environment().bootstrap_addr == "10.0.0.9:4000");
+  }
+}
+
+TEST_CASE("process facts from /proc: name, state, parent, and a named ancestor", "[world][identity]") {
+  using symm::detail::read_process_stat;
+  const auto me = read_process_stat(::getpid());
+  CHECK(me.state == 'R');
+  CHECK(me.parent == ::getppid());
+  CHECK(!me.name.empty());
+  CHECK(me.name.size() <= 15); // the kernel keeps 15 characters of a command name
+  CHECK(read_process_stat(::getppid()).name == read_process_stat(me.parent).name);
+  CHECK(symm::detail::ancestor_named(read_process_stat(::getppid()).name) == ::getppid());
+  CHECK(symm::detail::ancestor_named("no such process") == 0);
+  CHECK(read_process_stat(-1).state == '\0');
+}
+
+TEST_CASE("the world says which launcher started it and where its PEs met", "[world][identity]") {
+  REQUIRE_NOTHROW(on_pes(2, [](symm::world& world) {
+    const symm::launcher_info how = world.launcher();
+    PE_REQUIRE(how.name == "symm::launch");
+    PE_REQUIRE(how.rendezvous.rfind("Unix socket /", 0) == 0);
+    PE_REQUIRE(how.rendezvous.find("boot.sock") != std::string::npos);
+  }));
+  const scoped_env clean = without_launchers();
+  symm::world alone{{.backend = symm::backend::host}};
+  CHECK(alone.launcher().name == symm::detail::no_launcher);
+  CHECK(alone.launcher().rendezvous == "nothing (a job of one PE meets nobody)");
+}
+
 // ---- Which GPU a PE uses, and who shares it: detail::choose_device and judge_gpu_sharing over tables, no GPU needed
 // --
 

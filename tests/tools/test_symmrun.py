@@ -756,7 +756,7 @@ LAUNCHER_VARIABLES = ("SYMM_PE", "SYMM_N_PES", "SYMM_LOCAL_PE", "SYMM_LOCAL_N_PE
                       "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
                       "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_STEPID", "SLURM_CLUSTER_NAME", "RANK", "WORLD_SIZE",
                       "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID",
-                      "TORCHELASTIC_RESTART_COUNT")
+                      "TORCHELASTIC_RESTART_COUNT", "GROUP_RANK")
 
 
 class LauncherJobTestCase(SymmrunTestCase):
@@ -810,13 +810,21 @@ class LauncherJobTestCase(SymmrunTestCase):
     def slurm(rank, size, ids):
         return {"SLURM_PROCID": str(rank), "SLURM_NTASKS": str(size), **ids}
 
+    @staticmethod
+    def torchrun(rank, size, ids, nodes=1):
+        """What torchrun gives each worker (torch.distributed.run): `nodes` nodes of size / nodes PEs each."""
+        local = size // nodes
+        return {"RANK": str(rank), "WORLD_SIZE": str(size), "LOCAL_RANK": str(rank % local),
+                "LOCAL_WORLD_SIZE": str(local), "GROUP_RANK": str(rank // local), "TORCHELASTIC_RESTART_COUNT": "0",
+                **ids}
+
 
 
 class JobIdentityTest(LauncherJobTestCase):
     """No two jobs may ever form one world. Each PE runs the probe's job_mark operation: it writes its job's mark into
-    its slot on every PE and checks that every slot holds its own job's mark ("mixed worlds" otherwise). torchrun is
-    not here: its PEs meet over TCP at MASTER_PORT + 1 (one job holds a port at a time), which the host backend
-    refuses; its identity is tested in the host suite."""
+    its slot on every PE and checks that every slot holds its own job's mark ("mixed worlds" otherwise). A torchrun
+    job of one node meets through a Unix socket like the others; one that spans nodes meets over TCP at
+    MASTER_PORT + 1, which needs a token (TorchrunTest)."""
 
     def run_two_jobs(self, launcher, ids_a, ids_b, size=2):
         """Starts the PEs of jobs a and b at once, interleaved; returns [(status, stderr)] for a's PEs, then b's."""
@@ -842,6 +850,13 @@ class JobIdentityTest(LauncherJobTestCase):
             "Slurm, same step of two clusters": (
                 self.slurm, {"SLURM_JOB_ID": u, "SLURM_STEP_ID": "0", "SLURM_CLUSTER_NAME": "a"},
                 {"SLURM_JOB_ID": u, "SLURM_STEP_ID": "0", "SLURM_CLUSTER_NAME": "b"}),
+            # torchrun --standalone: every job's store holds its own port; --rdzv-id gives a run id, else "none"
+            "torchrun, one node, two master ports": (
+                self.torchrun, {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": u},
+                {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29502", "TORCHELASTIC_RUN_ID": u}),
+            "torchrun, one node, two run ids": (
+                self.torchrun, {"MASTER_ADDR": "localhost", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": f"a-{u}"},
+                {"MASTER_ADDR": "localhost", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": f"b-{u}"}),
             "SYMM_JOB_ID over identical launcher variables": (
                 self.slurm, {"SLURM_JOB_ID": u, "SLURM_STEP_ID": "0", "SYMM_JOB_ID": f"a-{u}"},
                 {"SLURM_JOB_ID": u, "SLURM_STEP_ID": "0", "SYMM_JOB_ID": f"b-{u}"}),
@@ -894,6 +909,92 @@ class JobIdentityTest(LauncherJobTestCase):
         self.assertIn("two jobs were started with the same identity", results[0][1])
         for status, err in results[1:]:
             self.assertIn("refused", err)
+
+
+class TorchrunTest(LauncherJobTestCase):
+    """torchrun's workers: a job of one node (LOCAL_WORLD_SIZE == WORLD_SIZE, as `torchrun --standalone` or
+    `--nnodes 1` starts it) needs no token and no TCP; a job across nodes meets over TCP and needs one."""
+
+    def ids(self, port):
+        return {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "TORCHELASTIC_RUN_ID": f"run-{self.unique}"}
+
+    def test_a_job_of_one_node_needs_no_token(self):
+        for size in (2, 4):
+            with self.subTest(size=size):
+                ids = dict(self.ids(29400 + size), SYMM_JOB_TOKEN="")
+                for status, err in self.finish([self.start_pe(self.torchrun(r, size, ids), 7) for r in range(size)]):
+                    self.assertEqual(status, 0, err)
+                    self.assertNotIn("token", err)
+
+    def test_a_job_across_nodes_meets_over_tcp_and_needs_a_token(self):
+        ids = dict(self.ids(29410), SYMM_JOB_TOKEN="")
+        for status, err in self.finish([self.start_pe(self.torchrun(r, 4, ids, nodes=2), 7) for r in range(2)]):
+            self.assertEqual(status, 3, err)
+            self.assertIn("a TCP rendezvous (at 127.0.0.1:29411) needs a job token", err)
+
+
+class RealLauncherTest(LauncherJobTestCase):
+    """The launchers themselves, where they are installed (each test says so and skips otherwise): torchrun (PyTorch;
+    not in CI, its wheels are gigabytes), MPICH's mpiexec (Hydra; tools/setup.sh installs PyPI's mpich into its
+    cache) and Open MPI's mpirun (Debian's openmpi-bin). Every PE of a job of 2 and of 4 joins one world and checks it holds no other job's PE."""
+
+    def run_job(self, command, size, extra_env=None):
+        outdir = os.path.join(self.outdir, f"{os.path.basename(command[0])}-{size}")
+        os.mkdir(outdir)
+        env = {k: v for k, v in self.env.items() if k not in LAUNCHER_VARIABLES}
+        env.update(PROBE_JOB_MARK="7", SYMM_BOOTSTRAP_TIMEOUT_MS="20000", **(extra_env or {}))
+        done = subprocess.run([*command, PROBE, outdir, "--symm", "job_mark"], env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=120, preexec_fn=default_signals)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertNotIn("mixed worlds", done.stderr)
+        # One report per PE (the probe names it by pid when SYMM_PE is not set).
+        self.assertEqual(len([f for f in os.listdir(outdir) if f.endswith(".txt")]), size)
+
+    @staticmethod
+    def setup_cache():
+        """Where tools/setup.sh installs test tools: ${SYMM_DEPS_DIR:-${XDG_CACHE_HOME:-~/.cache}/symm}."""
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return os.environ.get("SYMM_DEPS_DIR") or os.path.join(cache, "symm")
+
+    def launcher(self, name, version_text, cached=None):
+        """The launcher `name` whose --version output holds `version_text`: on PATH, else at `cached` (a path under
+        tools/setup.sh's cache); or skip."""
+        path = shutil.which(name)
+        if cached is not None and (path is None or not self.is_launcher(path, version_text)):
+            path = os.path.join(self.setup_cache(), cached)
+            if not os.access(path, os.X_OK):
+                self.skipTest(f"no {name} of {version_text} on PATH nor at {path} (tools/setup.sh installs it)")
+        if path is None:
+            self.skipTest(f"{name} is not installed")
+        if not self.is_launcher(path, version_text):
+            self.skipTest(f"{path} is not {version_text}")
+        return path
+
+    @staticmethod
+    def is_launcher(path, version_text):
+        version = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
+        return version_text in version.stdout + version.stderr
+
+    def test_torchrun_standalone(self):
+        torchrun = shutil.which("torchrun")
+        if torchrun is None:
+            self.skipTest("torchrun is not installed (pip install torch)")
+        for size in (2, 4):
+            with self.subTest(size=size):
+                self.run_job([torchrun, "--standalone", "--nproc-per-node", str(size), "--no-python"], size)
+
+    def test_mpich_mpiexec(self):
+        mpiexec = self.launcher("mpiexec", "HYDRA", cached="mpich-5.0.2/bin/mpiexec")
+        for size in (2, 4):
+            with self.subTest(size=size):
+                self.run_job([mpiexec, "-n", str(size)], size)
+
+    def test_open_mpi_mpirun(self):
+        mpirun = self.launcher("mpirun", "Open MPI")
+        for size in (2, 4):
+            with self.subTest(size=size):
+                self.run_job([mpirun, "-n", str(size), "--oversubscribe"], size, {"OMPI_ALLOW_RUN_AS_ROOT": "1",
+                                                                                   "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
 
 
 class LeftoversTest(LauncherJobTestCase):

@@ -3,6 +3,7 @@
 
 #include <symm/detail/config.hpp>
 #include <symm/detail/heap_allocator.hpp>
+#include <symm/detail/process_state.hpp>
 #include <symm/error.hpp>
 
 #include <unistd.h>
@@ -39,6 +40,8 @@ struct job_info {
   bool derived_dir = false;
   //! Whether local_pe came from the launcher; if not, the world numbers the PEs of each node itself.
   bool local_pe_given = false;
+  //! Whether local_n_pes came from the launcher (Slurm gives none: the job size stands in until the world counts).
+  bool local_n_pes_given = false;
 };
 
 //! Set by symm::launch for the PEs it starts; takes precedence over the environment.
@@ -156,8 +159,10 @@ inline std::string derived_job_dir(std::string_view identity) {
 
 //! The variables that tell one job of `source` (a launcher) from every other, as "NAME=value ..." (sorted as listed),
 //! or nothing when the launcher set none of the required ones. SYMM_JOB_ID, when set, is the identity under any
-//! launcher: the way out for a launcher that gives none.
-inline std::string launcher_job_identity(std::string_view source) {
+//! launcher: the way out for a launcher that gives none. MPICH's mpiexec (Hydra) gives its PEs no variable of the
+//! kind (their kvsname only over the PMI wire, which MPI_Init owns): a job of `one_node` is then told apart by the
+//! Hydra proxy that started its PEs, one per node and job.
+inline std::string launcher_job_identity(std::string_view source, bool one_node = false) {
   if (auto id = get_env("SYMM_JOB_ID"); id && !id->empty()) return fmt::format("SYMM_JOB_ID={}", *id);
   // `required`: all must be set; `optional`: added when set (they tell apart what the required ones may not).
   const auto join =
@@ -181,6 +186,13 @@ inline std::string launcher_job_identity(std::string_view source) {
   } else if (source == "PMI") {
     identity = join({"PMI_KVSNAME"}, {"PMI_PORT"});
     if (identity.empty()) identity = join({"PMIX_NAMESPACE"}, {});
+    if (identity.empty() && one_node) {
+      if (const long proxy = ancestor_named("hydra_pmi_proxy"); proxy != 0) {
+        char host[256] = {};
+        (void) ::gethostname(host, sizeof(host) - 1);
+        identity = fmt::format("hydra_pmi_proxy pid {} on {}", proxy, host);
+      }
+    }
   } else if (source == "Slurm") {
     identity = join({"SLURM_JOB_ID", "SLURM_STEP_ID"}, {"SLURM_CLUSTER_NAME"});
     if (identity.empty()) identity = join({"SLURM_JOB_ID", "SLURM_STEPID"}, {"SLURM_CLUSTER_NAME"});
@@ -207,11 +219,19 @@ inline std::string no_identity_message(std::string_view source) {
       source, looked_for);
 }
 
-//! The TCP rendezvous address: SYMM_BOOTSTRAP_ADDR, else under torchrun MASTER_ADDR with MASTER_PORT + 1 (torchrun's
-//! own store listens on MASTER_PORT itself); empty when neither is set (the Unix socket of one node).
-inline std::string bootstrap_addr_from_env(std::string_view source) {
+//! Whether the launcher says that every PE of the job runs on this node: its node size equals the job size.
+inline bool launcher_says_one_node(const job_info& job) noexcept {
+  return job.local_n_pes_given && job.local_n_pes == job.n_pes;
+}
+
+//! The TCP rendezvous address: SYMM_BOOTSTRAP_ADDR, else under torchrun, for a job that spans nodes, MASTER_ADDR with
+//! MASTER_PORT + 1 (torchrun's own store listens on MASTER_PORT itself); empty otherwise: the Unix socket of one node.
+//! A torchrun job of one node (LOCAL_WORLD_SIZE == WORLD_SIZE: `--standalone`, or `--nnodes 1`) meets as symmrun's
+//! does, through a Unix socket in a private directory named from its identity, so it needs no token and the CUDA and
+//! host backends, which pass file descriptors between the PEs of one node, accept it.
+inline std::string bootstrap_addr_from_env(const job_info& job) {
   if (auto addr = get_env("SYMM_BOOTSTRAP_ADDR"); addr && !addr->empty()) return *addr;
-  if (source != "torchrun") return {};
+  if (job.source != "torchrun" || launcher_says_one_node(job)) return {};
   auto host = get_env("MASTER_ADDR");
   auto port = env_int("MASTER_PORT");
   if (!host || host->empty() || !port) return {};
@@ -234,7 +254,7 @@ inline constexpr const char* no_launcher =
 inline job_info job_from_environment() {
   if (launched_job) {
     job_info launched = *launched_job;
-    if (launched.bootstrap_addr.empty()) launched.bootstrap_addr = bootstrap_addr_from_env(launched.source);
+    if (launched.bootstrap_addr.empty()) launched.bootstrap_addr = bootstrap_addr_from_env(launched);
     return launched;
   }
   job_info info;
@@ -252,7 +272,9 @@ inline job_info job_from_environment() {
         const std::optional<int> local = local_rank ? env_int(local_rank) : std::nullopt;
         info.local_pe = local.value_or(info.pe);
         info.local_pe_given = local.has_value();
-        info.local_n_pes = local_size ? env_int(local_size).value_or(info.n_pes) : info.n_pes;
+        const std::optional<int> local_n = local_size ? env_int(local_size) : std::nullopt;
+        info.local_n_pes = local_n.value_or(info.n_pes);
+        info.local_n_pes_given = local_n.has_value();
         info.source = source;
         return true;
       };
@@ -279,7 +301,7 @@ inline job_info job_from_environment() {
   }
   // Other launchers give no token of their own: the user exports one for the job (a TCP rendezvous requires it).
   if (info.token.empty()) info.token = get_env("SYMM_JOB_TOKEN").value_or("");
-  info.bootstrap_addr = bootstrap_addr_from_env(info.source);
+  info.bootstrap_addr = bootstrap_addr_from_env(info);
   if (info.n_pes < 1)
     SYMM_THROW(errc::environment, "{}: the job size is {}, it must be at least 1", info.source, info.n_pes);
   if (info.pe >= info.n_pes) {
@@ -289,7 +311,7 @@ inline job_info job_from_environment() {
   if (info.derived_dir) {
     // The meeting place comes from what makes this job unique, never from a fixed fallback: two jobs that met in
     // one directory would form one world and each exit with the other's data.
-    info.identity = launcher_job_identity(info.source);
+    info.identity = launcher_job_identity(info.source, launcher_says_one_node(info));
     // A job of one PE meets nobody, so nothing can mix: it needs no identity from the launcher.
     if (info.identity.empty() && info.n_pes == 1) {
       info.identity = fmt::format("{}: one PE, pid {}", info.source, ::getpid());

@@ -77,6 +77,13 @@ struct device_info {
   std::string reason;     //!< why this GPU: "SYMM_DEVICE=1", "local PE 3 of 4 (Open MPI) on GPU 3 % 2", ...
 };
 
+//! How this PE's job was started and where its PEs met (docs/launching.md).
+struct launcher_info {
+  std::string name;       //!< "symmrun", "Open MPI", "PMI", "Slurm", "torchrun", "symm::launch", or a job of one PE
+  std::string identity;   //!< what tells this job from others, from the launcher's variables; empty under symmrun
+  std::string rendezvous; //!< "Unix socket /tmp/symm-0/job-…/boot.sock" or "TCP address host:port"
+};
+
 namespace detail {
 
 inline constexpr std::size_t default_heap_size = std::size_t{256} << 20;
@@ -268,6 +275,12 @@ public:
     }
     system_offset_ = *system;
     boot_->barrier();
+    if (tuning_.debug) {
+      const launcher_info how = launcher();
+      std::fprintf(stderr, "symm: debug: PE %d of %d (%d of %d on its node): started by %s%s%s, met through %s\n",
+                   job_.pe, job_.n_pes, job_.local_pe, job_.local_n_pes, how.name.c_str(),
+                   how.identity.empty() ? "" : "; job ", how.identity.c_str(), how.rendezvous.c_str());
+    }
   }
 
   world_state(const world_state&) = delete;
@@ -440,6 +453,13 @@ public:
     return cuda_.get();
   }
 #endif
+  [[nodiscard]] launcher_info launcher() const {
+    std::string met = job_.n_pes == 1   ? std::string("nothing (a job of one PE meets nobody)")
+                    : boot_->over_tcp() ? boot_->where()
+                                        : "Unix socket " + boot_->where();
+    return {job_.source, job_.identity, std::move(met)};
+  }
+
   [[nodiscard]] device_info device() const {
 #if SYMM_CUDA_BACKEND()
     if (cuda_) return {cuda_->device(), cuda_->pci_bus_id(), cuda_->device_reason()};
