@@ -2,6 +2,7 @@
 # tools/gpu-check.sh BUILD_DIR OUT_DIR [what...]: the GPU-machine run of symm — the gpu suite as processes (under a
 # private MPS daemon) and as threads, the GPU examples, optionally compute-sanitizer and the benchmark suite. Logs go
 # to OUT_DIR; a summary table is printed last. `what` is any of: tests nvshmem examples sanitizer bench (default: all).
+if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "${BASH_SOURCE[0]}"; exit 0; fi
 set -uo pipefail
 build=$(cd "$1" && pwd); out=$(mkdir -p "$2" && cd "$2" && pwd); shift 2
 what=${*:-tests nvshmem examples sanitizer bench}

@@ -3,6 +3,7 @@
 # It runs the CUDA example when `nvidia-smi -L` lists a GPU and the CUDA backend was built, else the host example.
 # Without a CUDA toolkit, setup fetches CCCL's headers and the host backend is built. SYMM_BUILD_DIR: the build
 # folder (default build; tools/test.sh's no-toolkit stage uses build-notoolkit).
+if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "${BASH_SOURCE[0]}"; exit 0; fi
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build="${SYMM_BUILD_DIR:-build}"

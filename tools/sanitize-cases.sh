@@ -8,6 +8,7 @@
 # Example:
 #   tools/sanitize-cases.sh build/tests/gpu/symm_gpu_tests_sanitize out 'memcheck|*std::int64_t' \
 #       'memcheck|[signal]host*' 'racecheck|[atomics]host*'
+if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "${BASH_SOURCE[0]}"; exit 0; fi
 set -u
 binary=$1; out=$(mkdir -p "$2" && cd "$2" && pwd); shift 2
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/symm-mps CUDA_MPS_LOG_DIRECTORY=/tmp/symm-mps-log

@@ -15,6 +15,10 @@
 # SYMM_NVSHMEM_HEADERS=1: also unpack NVSHMEM's headers, only the include/ of PyPI's nvidia-nvshmem-cu13 wheel, into
 # the same cache (beside CCCL's), for the NVSHMEM twin of benchmarks/compile_time.py; =PATH.whl: from that wheel.
 # Prints one line per thing installed and nothing else on success.
+if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
+  sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "${BASH_SOURCE[0]}"
+  return 0 2>/dev/null || exit 0 # sourced or run
+fi
 
 symm_setup() {
   local sudo='' log

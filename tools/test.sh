@@ -15,6 +15,7 @@
 # Every stage runs even if an earlier one fails; the exit status is non-zero if anything failed.
 # Environment: SYMM_SANITIZE (1 default, 0 off), SYMM_NO_TOOLKIT_STAGE (1 default, 0 off), SYMM_TEST_JOBS (parallel
 # tests, default 2), MESON_TEST_ARGS (extra arguments for every `meson test` run, e.g. "--suite host").
+if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then sed -n '2,/^[^#]/{/^#/{s/^# \{0,1\}//;p}}' "${BASH_SOURCE[0]}"; exit 0; fi
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
