@@ -597,3 +597,8 @@ TEST_CASE("liveness::failed_peer names a failed, finalized or vanished PE withou
   REQUIRE(eventually([&] { return word.load() != 0; }, std::chrono::seconds(5)));
   CHECK(word.load() == 2u);
 }
+
+TEST_CASE("a host-backend world runs no failure monitor: its waits are host waits, which throw errc::peer_failed",
+          "[errors][faults][monitor]") {
+  REQUIRE_NOTHROW(on_pes(2, [](symm::world& world) { PE_REQUIRE(world.state()->monitor() == nullptr); }));
+}
