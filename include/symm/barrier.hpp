@@ -63,6 +63,8 @@ SYMM_END_NAMESPACE
 // ---------------------------------------------------------------------------------------------------------------------
 // Device code: barriers across PEs from one group (a block, a warp or one thread) per PE. Each channel is an
 // independent barrier, so barriers issued by kernels on different streams never cross: give each its own channel.
+// Like every device wait they trap after SYMM_DEVICE_WAIT_TIMEOUT_NS, and within milliseconds of this PE's host side
+// finding that another PE failed (the world's failure word, detail/device_wait.hpp), naming it.
 #if SYMM_CUDA_COMPILATION()
 #  include <symm/detail/backend/nvshmem/device_rma.hpp>
 #  include <symm/detail/device_wait.hpp>
@@ -82,6 +84,7 @@ namespace detail {
 struct barrier_flags_view {
   std::uint64_t* mine = nullptr;         // this PE's arrival words on the channel
   std::uint64_t* first_remote = nullptr; // this thread's first peer's word for this PE, or null if it has none
+  const std::byte* heap = nullptr;       // this PE's heap base: where the waits find the world's failure word
   int first_peer = -1;
 };
 
@@ -91,6 +94,7 @@ lookup_barrier_flags(const Group& group, const world_ref& w, int channel) {
   const int me = w.my_pe(), n = w.n_pes(), rank = static_cast<int>(group.thread_rank());
   barrier_flags_view v;
   v.mine = w.barrier_flags(me, channel);
+  v.heap = w.local_heap();
   if (rank < n - 1) {
     v.first_peer = (me + 1 + rank) % n;
     v.first_remote = w.barrier_flags(v.first_peer, channel) + me;
@@ -122,7 +126,7 @@ SYMM_DEVICE SYMM_FORCEINLINE void barrier_round(const Group& group, const world_
     }
     peer = flags.first_peer;
     for (int k = rank; k < n - 1; k += count) {
-      detail::device_wait_for_count(flag(flags.mine[peer]), epoch, "symm::sync_all", me, peer);
+      detail::device_wait_for_count(flag(flags.mine[peer]), epoch, "symm::sync_all", me, peer, flags.heap);
       peer = next(peer);
     }
   }

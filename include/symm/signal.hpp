@@ -309,7 +309,8 @@ put_signal_nbi(const pe_span<T, E>& dst, Range&& source, const pe_signal& sig, s
 //! Waits until this PE's signal satisfies `signal <c> value`; returns the value seen. Acquire order: the data of the
 //! put_signal that made it true is visible after. Host: throws errc::peer_failed when another PE dies meanwhile; on the
 //! cuda backend it copies the signal with back-off until the comparison holds (microseconds per wait: tight loops
-//! belong in a kernel). Device: traps after SYMM_DEVICE_WAIT_TIMEOUT_NS.
+//! belong in a kernel). Device: traps after SYMM_DEVICE_WAIT_TIMEOUT_NS, or, printing "PE n failed", within
+//! milliseconds of this PE's host side finding that PE n failed (the world's failure word).
 SYMM_HOST_DEVICE inline std::uint64_t signal_wait_until(const signal_ref& sig, cmp c, std::uint64_t value) {
   std::uint64_t* word = sig.local_address();
   NV_IF_TARGET(
@@ -317,7 +318,7 @@ SYMM_HOST_DEVICE inline std::uint64_t signal_wait_until(const signal_ref& sig, c
         std::uint64_t seen = 0;
         detail::device_wait_until(
             [&] { return compare(seen = detail::system_atomic(word).load(cuda::memory_order_acquire), c, value); },
-            "symm::signal_wait_until", sig.my_pe(), -1);
+            "symm::signal_wait_until", sig.my_pe(), -1, detail::heap_base_of(word, sig.word().offset()));
         return seen;
       }),
       ({
@@ -330,7 +331,8 @@ SYMM_HOST_DEVICE inline std::uint64_t signal_wait_until(const signal_ref& sig, c
 //! std::chrono or cuda::std::chrono duration) has passed; returns how it ended and the value seen last, as
 //! wait_until_for (symm/wait.hpp) does: ok (acquire order: the data of the put_signal that made it true is visible),
 //! timed_out (after at least `timeout`), or, in host code, peer_failed when the liveness check finds that some other
-//! PE of the world failed (any PE, not only the signal's writer). Device code sees a dead writer only as timed_out.
+//! PE of the world failed (any PE, not only the signal's writer). Device code sees that too, within milliseconds of
+//! this PE's host side finding it (the world's failure word; cuda and nvshmem backends, unless SYMM_FAILURE_POLL_MS=0).
 //! \code
 //!   if (auto r = symm::signal_wait_until_for(ready, symm::cmp::ge, round, cuda::std::chrono::milliseconds(20));
 //!       !r.ok()) return; // in a kernel: leave cleanly, the host reports
@@ -343,9 +345,10 @@ signal_wait_until_for(const signal_ref& sig, cmp c, std::uint64_t value, const D
   NV_IF_TARGET(
       NV_IS_DEVICE, ({
         std::uint64_t seen = 0;
-        const bool met = detail::device_wait_until_for(
-            [&] { return compare(seen = detail::system_atomic(word).load(cuda::memory_order_acquire), c, value); }, ns);
-        return wait_result<std::uint64_t>{met ? wait_status::ok : wait_status::timed_out, seen};
+        const wait_status status = detail::device_wait_until_for(
+            [&] { return compare(seen = detail::system_atomic(word).load(cuda::memory_order_acquire), c, value); }, ns,
+            detail::heap_base_of(word, sig.word().offset()));
+        return wait_result<std::uint64_t>{status, seen};
       }),
       ({
         detail::require_host_atomics(sig.world(), sig.my_pe(), "symm::signal_wait_until_for");

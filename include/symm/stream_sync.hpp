@@ -9,7 +9,8 @@
 //
 // The barrier and the wait are kernels of one warp (the barrier) or one thread (the wait) that poll device memory, so
 // they are bounded like every device wait: after SYMM_DEVICE_WAIT_TIMEOUT_NS they print what they waited for and trap
-// (a stream wait done by the GPU's front end, cuStreamWaitValue, would wait forever on a PE that died). The barrier
+// (a stream wait done by the GPU's front end, cuStreamWaitValue, would wait forever on a PE that died), and within
+// milliseconds of this PE's host side finding a peer failed they print "PE n failed" and trap. The barrier
 // counts its rounds in device memory, never on the host, so a recorded barrier is right at every replay.
 #pragma once
 
@@ -50,9 +51,10 @@ __global__ void __launch_bounds__(stream_barrier_threads) stream_barrier_kernel(
 //! The stream wait: one thread polls this PE's signal word with acquire loads; the stream's later work starts after the
 //! kernel ends, so it sees what the put_signal that satisfied the wait delivered.
 template <class Word>
-__global__ void __launch_bounds__(1) stream_signal_wait_kernel(Word* word, cmp c, Word value, int me) {
+__global__ void __launch_bounds__(1)
+    stream_signal_wait_kernel(Word* word, cmp c, Word value, int me, const std::byte* heap) {
   device_wait_until([&] { return compare(system_atomic(word).load(cuda::memory_order_acquire), c, value); },
-                    "symm::signal_wait_until(stream, ...)", me, -1);
+                    "symm::signal_wait_until(stream, ...)", me, -1, heap);
 }
 
 inline world_state& stream_world(world_state* world, const char* what) {
@@ -152,7 +154,8 @@ inline future<> sync_all(cudaStream_t stream, const team& t) {
 inline future<> signal_wait_until(cudaStream_t stream, const signal_ref& sig, cmp c, std::uint64_t value) {
   constexpr const char* what = "symm::signal_wait_until(stream, ...)";
   detail::world_state& w = detail::stream_world(sig.world(), what);
-  detail::stream_signal_wait_kernel<std::uint64_t><<<1, 1, 0, stream>>>(sig.local_address(), c, value, w.my_pe());
+  detail::stream_signal_wait_kernel<std::uint64_t>
+      <<<1, 1, 0, stream>>>(sig.local_address(), c, value, w.my_pe(), w.peer_bases()[w.my_pe()]);
   SYMM_TRY_CUDA(cudaGetLastError());
   return future<>(detail::stream_operation(stream, what, w.my_pe()));
 }

@@ -224,6 +224,11 @@ public:
     return reinterpret_cast<std::uint64_t*>(detail::peer_base(host_peers_, device_peers_, pe) + area) +
            static_cast<std::size_t>(channel) * 2 * static_cast<std::size_t>(world_n_pes_);
   }
+  //! This PE's heap base as device code maps it: where its waits find the world's failure word
+  //! (detail/device_wait.hpp).
+  [[nodiscard]] SYMM_HOST_DEVICE const std::byte* local_heap() const noexcept {
+    return detail::peer_base(host_peers_, device_peers_, world_my_pe_);
+  }
   //! Channel `channel`'s team barrier flags on world PE `pe`. Shared by every team.
   [[nodiscard]] SYMM_HOST_DEVICE std::uint64_t* barrier_flags(int pe, int channel) const noexcept {
     return pair_flags(pe, flags_offset_, channel);
@@ -304,10 +309,11 @@ namespace detail {
 //! every thread's earlier writes and the acquires every thread's later reads (both are cumulative through it). Each
 //! pair is handled by one thread of the group, which keeps the pair's count. `flags_of(i, pe)` is where a channel's
 //! flags lie on team PE i (world PE pe): world_n_pes() arrival counts (word q counts q's arrivals at pe), then pe's
-//! counts of its own arrivals at each world PE.
+//! counts of its own arrivals at each world PE. `heap`: this PE's heap base, where the waits find the world's failure
+//! word (a failed PE ends them with "PE n failed" and a trap within milliseconds).
 template <class Group, class FlagsOf>
-SYMM_DEVICE SYMM_FORCEINLINE void
-pair_barrier_round(const Group& group, const team_ref& t, const FlagsOf& flags_of, const char* what) {
+SYMM_DEVICE SYMM_FORCEINLINE void pair_barrier_round(const Group& group, const team_ref& t, const FlagsOf& flags_of,
+                                                     const char* what, const std::byte* heap) {
   using counter = cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>;
   const int me = t.world_my_pe(), size = t.n_pes();
   const int rank = static_cast<int>(group.thread_rank()), count = static_cast<int>(group.num_threads());
@@ -322,7 +328,7 @@ pair_barrier_round(const Group& group, const team_ref& t, const FlagsOf& flags_o
   }
   for (int i = rank; i < size; i += count) {
     const int p = t.world_pe(i);
-    if (p != me) detail::device_wait_for_count(counter(mine[p]), sent[p], what, me, p);
+    if (p != me) detail::device_wait_for_count(counter(mine[p]), sent[p], what, me, p, heap);
   }
   group.sync();
 }
@@ -338,7 +344,7 @@ SYMM_DEVICE void sync_all(const Group& group, const team_ref& t, int channel = 0
   group.sync();
   detail::pair_barrier_round(
       group, t, [&](int, int pe) { return t.barrier_flags(pe, channel); },
-      "symm::sync_all(team) (do two barriers of teams sharing PEs run on one channel at once?)");
+      "symm::sync_all(team) (do two barriers of teams sharing PEs run on one channel at once?)", t.local_heap());
 }
 
 //! quiet() and sync_all() over the team: every put any thread of the group issued before it is visible on every PE

@@ -19,11 +19,15 @@
 // (detail/backend/cuda/host_atomics_wait.hpp). That costs microseconds per read or wait: a tight loop belongs in a
 // kernel. Host memory (e.g. pinned memory a kernel writes) is read directly. A host wait needs a live symm::world on
 // the calling thread (for the liveness checks). Device code: spins; after SYMM_DEVICE_WAIT_TIMEOUT_NS (20 s) it prints
-// what it waited for and traps (a probable deadlock), so a kernel never hangs the GPU silently.
+// what it waited for and traps (a probable deadlock), so a kernel never hangs the GPU silently. The forms on a
+// scalar_ref also watch the world's failure word (detail/device_wait.hpp; cuda and nvshmem backends): within
+// milliseconds of this PE's host side finding that another PE failed, they print "PE n failed" and trap. The forms on
+// a plain word or span have no way to their world: they see a dead writer only at the timeout.
 //
 // Bounded form: wait_until_for(word, cmp, value, timeout) polls the same way but returns a wait_result
-// (symm/wait_status.hpp) instead: ok and the value, timed_out after the deadline (instead of the trap), or in host code
-// peer_failed (instead of the error), so that a kernel or a host loop can leave cleanly when a peer stalls.
+// (symm/wait_status.hpp) instead: ok and the value, timed_out after the deadline (instead of the trap), or peer_failed
+// (host code: instead of the error; device code: on a scalar_ref, instead of the trap), so that a kernel or a host
+// loop can leave cleanly when a peer stalls or dies.
 //
 // Status arrays (the _all/_any/_some forms): an optional span of int, as long as the words; a word whose status is
 // not 0 is left out. Return conventions follow OpenSHMEM 1.5:
@@ -204,6 +208,28 @@ SYMM_HOST_DEVICE bool any_included(cuda::std::span<T, E> words, cuda::std::span<
   return false;
 }
 
+#if SYMM_CUDA_COMPILATION()
+//! Device code: waits until `word <c> value` and returns the value seen; traps after SYMM_DEVICE_WAIT_TIMEOUT_NS, or
+//! (with `heap`, this PE's heap base) as soon as its world's failure word names a failed PE.
+template <class T>
+SYMM_DEVICE SYMM_FORCEINLINE std::remove_cv_t<T>
+device_wait_word(T& word, cmp c, std::remove_cv_t<T> value, const char* what, int me, const std::byte* heap) {
+  std::remove_cv_t<T> seen{};
+  device_wait_until([&] { return compare(seen = acquire_load(&word), c, value); }, what, me, -1, heap);
+  return seen;
+}
+
+//! Device code: device_wait_word for at most `timeout_ns`, returning how it ended instead of trapping.
+template <class T>
+SYMM_DEVICE SYMM_FORCEINLINE wait_result<std::remove_cv_t<T>>
+device_wait_word_for(T& word, cmp c, std::remove_cv_t<T> value, std::uint64_t timeout_ns, const std::byte* heap) {
+  std::remove_cv_t<T> seen{};
+  const wait_status status =
+      device_wait_until_for([&] { return compare(seen = acquire_load(&word), c, value); }, timeout_ns, heap);
+  return wait_result<std::remove_cv_t<T>>{status, seen};
+}
+#endif
+
 } // namespace detail
 
 //! Waits until `word <c> value` holds for `word`, a 4- or 8-byte integer of this PE's symmetric memory (or host memory
@@ -216,13 +242,7 @@ template <class T>
 SYMM_HOST_DEVICE std::remove_cv_t<T> wait_until(T& word, cmp c, std::type_identity_t<std::remove_cv_t<T>> value) {
   detail::require_wait_word<T>();
   NV_IF_TARGET(
-      NV_IS_DEVICE, ({
-        std::remove_cv_t<T> seen{};
-        detail::device_wait_until([&] { return compare(seen = detail::acquire_load(&word), c, value); },
-                                  "symm::wait_until", -1, -1);
-        return seen;
-      }),
-      ({
+      NV_IS_DEVICE, (return detail::device_wait_word(word, c, value, "symm::wait_until", -1, nullptr);), ({
         const auto& world = detail::host_wait_world("symm::wait_until");
         return detail::host_wait_until(world, detail::heap_owner(world, &word), &word, c, value, "symm::wait_until");
       }))
@@ -234,11 +254,18 @@ SYMM_HOST_DEVICE std::remove_cv_t<T> wait_until(T* word, cmp c, std::type_identi
   return wait_until(*word, c, value);
 }
 
-//! wait_until on this PE's value of a symmetric scalar (host: a symm::scalar; device: its scalar_ref).
+//! wait_until on this PE's value of a symmetric scalar (host: a symm::scalar; device: its scalar_ref). In device code
+//! this form, unlike the one on a plain word, also ends when this PE's host side finds a peer failed: it prints "PE n
+//! failed" and traps within milliseconds of that (the scalar_ref leads the wait to its world's failure word).
 template <class T>
 SYMM_HOST_DEVICE std::remove_cv_t<T>
 wait_until(const scalar_ref<T>& word, cmp c, std::type_identity_t<std::remove_cv_t<T>> value) {
-  return wait_until(word.local(), c, value);
+  NV_IF_TARGET(NV_IS_DEVICE, ({
+                 detail::require_wait_word<T>();
+                 return detail::device_wait_word(word.local(), c, value, "symm::wait_until", word.element().my_pe(),
+                                                 detail::heap_base_of(&word.local(), word.element().offset()));
+               }),
+               (return wait_until(word.local(), c, value);))
 }
 template <class T>
 std::remove_cv_t<T> wait_until(const scalar<T>& word, cmp c, std::type_identity_t<T> value) {
@@ -249,10 +276,11 @@ std::remove_cv_t<T> wait_until(const scalar<T>& word, cmp c, std::type_identity_
 //! duration) has passed, and returns how it ended with the value seen last (wait_result: `auto [status, seen] = ...`).
 //! ok: the comparison held, `value` is what satisfied it (acquire order, as wait_until). timed_out: the deadline
 //! passed first; the wait lasted at least `timeout` (device code may add up to 2048 polls, host code a few
-//! milliseconds). peer_failed (host code only): the liveness check found that some other PE of the world failed,
-//! exited or finalized, whichever PE that is (not only the word's writer), where wait_until would throw
-//! errc::peer_failed. Device code cannot see a peer fail yet: a dead writer there ends in timed_out. Other host errors
-//! (no world: errc::not_initialized) still throw.
+//! milliseconds). peer_failed: the liveness check found that some other PE of the world failed, exited or finalized,
+//! whichever PE that is (not only the word's writer), where wait_until would throw errc::peer_failed. In device code
+//! only the forms on a scalar_ref see that (within milliseconds, through the world's failure word): this form, on a
+//! plain word, has no way to its world, so a dead writer ends it in timed_out. Other host errors (no world:
+//! errc::not_initialized) still throw.
 //! \code
 //!   auto [status, seen] = symm::wait_until_for(flag, symm::cmp::ge, round, std::chrono::milliseconds(50));
 //!   if (status != symm::wait_status::ok) return; // a stalled or failed peer: leave the loop cleanly
@@ -263,13 +291,7 @@ template <class T, detail::wait_duration Duration>
 wait_until_for(T& word, cmp c, std::type_identity_t<std::remove_cv_t<T>> value, const Duration& timeout) {
   detail::require_wait_word<T>();
   const std::uint64_t ns = detail::timeout_ns(timeout);
-  NV_IF_TARGET(NV_IS_DEVICE, ({
-                 std::remove_cv_t<T> seen{};
-                 const bool met = detail::device_wait_until_for(
-                     [&] { return compare(seen = detail::acquire_load(&word), c, value); }, ns);
-                 return wait_result<std::remove_cv_t<T>>{met ? wait_status::ok : wait_status::timed_out, seen};
-               }),
-               ({
+  NV_IF_TARGET(NV_IS_DEVICE, (return detail::device_wait_word_for(word, c, value, ns, nullptr);), ({
                  const auto& world = detail::host_wait_world("symm::wait_until_for");
                  return detail::host_wait_until_for(
                      world, detail::heap_owner(world, &word), &word, c, value, ns, "symm::wait_until_for");
@@ -283,11 +305,18 @@ wait_until_for(T* word, cmp c, std::type_identity_t<std::remove_cv_t<T>> value, 
   return wait_until_for(*word, c, value, timeout);
 }
 
-//! wait_until_for on this PE's value of a symmetric scalar (host: a symm::scalar; device: its scalar_ref).
+//! wait_until_for on this PE's value of a symmetric scalar (host: a symm::scalar; device: its scalar_ref). In device
+//! code this form also returns peer_failed: within milliseconds of this PE's host side finding that some other PE of
+//! the world failed, exited or finalized (on the cuda and nvshmem backends, unless SYMM_FAILURE_POLL_MS=0).
 template <class T, detail::wait_duration Duration>
 [[nodiscard]] SYMM_HOST_DEVICE wait_result<std::remove_cv_t<T>> wait_until_for(
     const scalar_ref<T>& word, cmp c, std::type_identity_t<std::remove_cv_t<T>> value, const Duration& timeout) {
-  return wait_until_for(word.local(), c, value, timeout);
+  NV_IF_TARGET(NV_IS_DEVICE, ({
+                 detail::require_wait_word<T>();
+                 return detail::device_wait_word_for(word.local(), c, value, detail::timeout_ns(timeout),
+                                                     detail::heap_base_of(&word.local(), word.element().offset()));
+               }),
+               (return wait_until_for(word.local(), c, value, timeout);))
 }
 template <class T, detail::wait_duration Duration>
 [[nodiscard]] wait_result<std::remove_cv_t<T>>

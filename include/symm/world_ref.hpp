@@ -22,6 +22,12 @@ public:
   [[nodiscard]] SYMM_HOST_DEVICE constexpr int my_pe() const noexcept { return my_pe_; }
   [[nodiscard]] SYMM_HOST_DEVICE constexpr int n_pes() const noexcept { return n_pes_; }
 
+  //! This PE's heap base as device code maps it: where its waits find the world's failure word
+  //! (detail/device_wait.hpp).
+  [[nodiscard]] SYMM_HOST_DEVICE const std::byte* local_heap() const noexcept {
+    return detail::peer_base(host_peers_, device_peers_, my_pe_);
+  }
+
   //! Channel `channel`'s flags on PE `pe`: n_pes() arrival words, then that PE's epoch counter.
   [[nodiscard]] SYMM_HOST_DEVICE std::uint64_t* barrier_flags(int pe, int channel) const noexcept {
     return reinterpret_cast<std::uint64_t*>(detail::peer_base(host_peers_, device_peers_, pe) + system_offset_) +

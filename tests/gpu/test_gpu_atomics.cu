@@ -4,7 +4,7 @@
 // atomic against a sequential model, and the host-side forms (the stream-ordered put_signal; host atomics, which run
 // in symm's one-thread kernel: the same model, a counter that host code and a kernel hammer together; host waits on
 // GPU memory: signal_wait_until / signal_fetch against a peer's kernel, every comparison and span form, and a dead
-// peer ending a wait with errc::peer_failed).
+// peer ending a wait with errc::peer_failed; in a kernel, a dead peer ending a bounded wait with peer_failed).
 //
 // The PEs' kernels wait for each other, so they must run at the same time: each PE launches on its own non-blocking
 // stream (in threads mode the legacy default stream would serialise them), and processes on one GPU need MPS
@@ -1154,6 +1154,85 @@ TEST_CASE("a bounded host wait on GPU memory returns peer_failed when a PE dies"
     }
   }
   ::munmap(noticed, sizeof(std::atomic<int>));
+}
+
+//! Thread 0 of PE 0: a bounded wait that only a dead peer's failure can end before its 10 s (nobody writes the word);
+//! how it ended goes to `status` (a wait_status, as an int).
+__global__ void dead_peer_wait_kernel(symm::scalar_ref<int> flag, symm::signal_ref sig, int kind, int* status) {
+  if (threadIdx.x != 0) return;
+  const symm::wait_status s =
+      kind == 0 ? symm::wait_until_for(flag, symm::cmp::eq, 1, cuda::std::chrono::seconds(10)).status
+                : symm::signal_wait_until_for(sig, symm::cmp::ge, 1, cuda::std::chrono::seconds(10)).status;
+  *status = static_cast<int>(s);
+}
+
+TEST_CASE("a kernel's bounded wait returns peer_failed within 100 ms of a peer's death (the failure word)",
+          "[gpu][wait][bounded][failure]") {
+  // PE 0's kernel waits (wait_until_for on a scalar_ref, signal_wait_until_for) while the PEs meet in a host barrier;
+  // then PE 1 dies (processes: _exit, as in a crash; threads: its world marks it failed). PE 0's failure
+  // monitor (SYMM_FAILURE_POLL_MS, 5 ms) sees it and writes the failure word, which the wait reads every 1024 polls:
+  // the kernel ends with peer_failed, measured on the host from the barrier's end to the stream's. The result goes
+  // through shared memory, which the forked PEs (and the forked child that runs the threads) share with the test.
+  auto* result = static_cast<std::atomic<long long>*>(
+      ::mmap(nullptr, sizeof(std::atomic<long long>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  REQUIRE(result != MAP_FAILED);
+  for (int kind = 0; kind < 2; ++kind) {
+    for (auto mode : {symm::launch_mode::processes, symm::launch_mode::threads}) {
+      if (mode == symm::launch_mode::threads && !symm_gpu_test::pes_as_threads) continue;
+      CAPTURE(kind, mode == symm::launch_mode::threads);
+      result->store(0);
+      auto body = [kind, mode, result](symm::world& world) {
+        symm::scalar<int> flag(world, {.zeroed = true});
+        symm::signal sig(world);
+        pe_stream s;
+        int* status = nullptr;
+        GPU_CHECK(cudaMalloc(&status, sizeof(int)));
+        GPU_CHECK(cudaMemset(status, 0xff, sizeof(int)));
+        GPU_CHECK(cudaDeviceSynchronize());
+        world.barrier();
+        if (world.my_pe() == 0) {
+          dead_peer_wait_kernel<<<1, 32, 0, s.stream>>>(flag, sig, kind, status);
+          GPU_CHECK(cudaGetLastError());
+        }
+        world.barrier(); // PE 0's kernel waits meanwhile
+        if (world.my_pe() == 1) {
+          if (mode == symm::launch_mode::processes) ::_exit(0); // vanishes
+          // Marked failed at once, as a PE whose own error ends it: an exception alone would first release the
+          // scalar and the signal, collectively, waiting for PE 0, which is in no host wait but in the stream's.
+          world.state()->mark_failed("PE 1 gives up");
+          throw std::runtime_error("PE 1 gives up");
+        }
+        const auto start = std::chrono::steady_clock::now();
+        GPU_CHECK(cudaStreamSynchronize(s.stream));
+        const auto waited =
+            std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
+        int ended = -1;
+        GPU_CHECK(cudaMemcpy(&ended, status, sizeof(int), cudaMemcpyDeviceToHost));
+        GPU_CHECK(cudaFree(status));
+        // > 0: the microseconds it took (at least 1); < 0: the wait ended otherwise (-1 - its status)
+        result->store(ended == static_cast<int>(symm::wait_status::peer_failed) ? waited + 1 : -1 - ended);
+      };
+      try {
+        if (mode == symm::launch_mode::threads) {
+          symm::launch(1, [&] {
+            try {
+              symm::launch(2, body, {.mode = mode, .world = symm_gpu_test::gpu_options()});
+            } catch (const std::exception&) {
+            }
+          });
+        } else {
+          symm::launch(2, body, {.mode = mode, .world = symm_gpu_test::gpu_options()});
+        }
+      } catch (const std::exception&) {
+        // the job fails either way (PE 1 did); what matters is how PE 0's wait ended
+      }
+      const long long got = result->load();
+      CAPTURE(got);
+      REQUIRE(got > 0);           // peer_failed, not timed_out (-2) or ok (-1)
+      REQUIRE(got - 1 < 100'000); // microseconds: within 100 ms, not the 10 s deadline
+    }
+  }
+  ::munmap(result, sizeof(std::atomic<long long>));
 }
 
 TEST_CASE("a host wait on GPU memory ends with peer_failed when the PE it waits for dies", "[gpu][wait][failure]") {

@@ -1,13 +1,20 @@
 // Bad input on the host backend: each error names the PE and the values, and nothing hangs.
+#include <symm/detail/failure_monitor.hpp>
 #include <symm/symm.hpp>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -457,4 +464,141 @@ TEST_CASE("a PE paused past the collective bound is named, as paused, not as a m
   CHECK_THAT(failure, symm_test::contains_substring("PE 0 (pid") && symm_test::contains_substring("exited with "
                                                                                                   "status"));
   REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(6));
+}
+
+// ---- the failure monitor: a peer's failure made visible to this PE's kernels (detail/failure_monitor.hpp) ---------
+
+namespace {
+//! Polls `done` every millisecond for at most `bound`; true when it held.
+template <class Done>
+bool eventually(Done&& done, std::chrono::milliseconds bound) {
+  const auto until = std::chrono::steady_clock::now() + bound;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+} // namespace
+
+TEST_CASE("the failure monitor writes the failed PE's number + 1 within a few periods, then stops",
+          "[errors][faults]["
+          "monitor]") {
+  std::atomic<int> failed{-1}; // the fake liveness source: which PE "failed"
+  std::atomic<int> asked{0}, published{0};
+  std::atomic<std::uint32_t> word{0}; // the fake failure word
+  symm::detail::failure_monitor monitor(
+      std::chrono::milliseconds(5),
+      [&] {
+        ++asked;
+        return failed.load();
+      },
+      [&](int pe) {
+        ++published;
+        word.store(symm::detail::failure_code(pe));
+      });
+  REQUIRE(eventually([&] { return asked.load() >= 3; }, std::chrono::seconds(5)));
+  CHECK(word.load() == 0u);
+  CHECK(monitor.running());
+  const auto start = std::chrono::steady_clock::now();
+  failed = 3;
+  REQUIRE(eventually([&] { return word.load() != 0; }, std::chrono::seconds(5)));
+  // One period (5 ms) plus scheduling: a loaded CI machine gets slack, a monitor that waited for the 20 s device
+  // bound or never looked again does not.
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(500));
+  CHECK(word.load() == 4u);
+  REQUIRE(eventually([&] { return !monitor.running(); }, std::chrono::seconds(5)));
+  CHECK(monitor.published() == 3);
+  const int asked_then = asked.load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  CHECK(asked.load() == asked_then); // it stopped asking
+  CHECK(published.load() == 1);
+}
+
+TEST_CASE("the failure monitor leaves the word untouched while no PE fails, and a throwing source does not end it",
+          "[errors][faults][monitor]") {
+  std::atomic<int> asked{0};
+  std::atomic<std::uint32_t> word{0};
+  symm::detail::failure_monitor monitor(
+      std::chrono::milliseconds(2),
+      [&]() -> int {
+        if (++asked % 2 == 0) throw std::runtime_error("the liveness source failed this time");
+        return -1;
+      },
+      [&](int pe) { word.store(symm::detail::failure_code(pe)); });
+  REQUIRE(eventually([&] { return asked.load() >= 10; }, std::chrono::seconds(5)));
+  CHECK(word.load() == 0u);
+  CHECK(monitor.running());
+  CHECK(monitor.published() == -1);
+}
+
+TEST_CASE("the failure monitor's stop joins at once, whatever its period, and asks nothing after",
+          "[errors][faults]["
+          "monitor]") {
+  std::atomic<int> asked{0};
+  std::atomic<std::uint32_t> word{0};
+  const auto start = std::chrono::steady_clock::now();
+  {
+    symm::detail::failure_monitor monitor(
+        std::chrono::hours(1),
+        [&] {
+          ++asked;
+          return 0;
+        },
+        [&](int pe) { word.store(symm::detail::failure_code(pe)); });
+    CHECK(monitor.running());
+    monitor.stop();
+    CHECK_FALSE(monitor.running());
+    monitor.stop(); // idempotent; the destructor stops once more
+  }
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+  CHECK(asked.load() == 0);
+  CHECK(word.load() == 0u);
+}
+
+TEST_CASE("liveness::failed_peer names a failed, finalized or vanished PE without throwing",
+          "[errors][faults]["
+          "monitor]") {
+  using symm::detail::pe_control;
+  using symm::detail::pe_state;
+  std::vector<std::unique_ptr<pe_control>> storage;
+  std::vector<pe_control*> pages;
+  for (int p = 0; p < 4; ++p) {
+    storage.push_back(std::make_unique<pe_control>());
+    pages.push_back(storage.back().get());
+    pages.back()->pid = static_cast<std::uint32_t>(::getpid());
+    pages.back()->state = static_cast<std::uint32_t>(pe_state::running);
+  }
+  const symm::detail::liveness live(pages, 0);
+  CHECK(live.failed_peer() == -1);
+  pages[0]->state = static_cast<std::uint32_t>(pe_state::failed); // this PE itself is not a peer
+  CHECK(live.failed_peer() == -1);
+  pages[2]->state = static_cast<std::uint32_t>(pe_state::finalized);
+  CHECK(live.failed_peer() == 2);
+  pages[2]->state = static_cast<std::uint32_t>(pe_state::running);
+  pages[3]->state = static_cast<std::uint32_t>(pe_state::failed);
+  CHECK(live.failed_peer() == 3);
+  CHECK_THROWS_AS(live.check("a test"), symm::error); // what check() throws for, failed_peer names
+  pages[3]->state = static_cast<std::uint32_t>(pe_state::running);
+  // A PE whose process is gone: a child that has exited and been reaped.
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  REQUIRE(child > 0);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  pages[1]->pid = static_cast<std::uint32_t>(child);
+  CHECK(live.failed_peer() == 1);
+
+  // The monitor over the real check: the word says PE 1.
+  std::atomic<std::uint32_t> word{0};
+  symm::detail::failure_monitor monitor(
+      std::chrono::milliseconds(1), [&] { return live.failed_peer(); },
+      [&](int pe) { word.store(symm::detail::failure_code(pe)); });
+  REQUIRE(eventually([&] { return word.load() != 0; }, std::chrono::seconds(5)));
+  CHECK(word.load() == 2u);
+}
+
+TEST_CASE("a host-backend world runs no failure monitor: its waits are host waits, which throw errc::peer_failed",
+          "[errors][faults][monitor]") {
+  REQUIRE_NOTHROW(on_pes(2, [](symm::world& world) { PE_REQUIRE(world.state()->monitor() == nullptr); }));
 }

@@ -173,7 +173,8 @@ extern "C" __global__ void warp_put_loop(void* const* peers, std::size_t offset_
 // The device barrier of a careful hand-written program (as detail::barrier_round): the channel's flags of PE pe are
 // n arrival words and an epoch at system_offset + channel * (n + 1) words in pe's heap; thread `rank` signals and
 // awaits PEs me + 1 + rank, me + 1 + rank + count, ... (mod n), with a release fence before its stores and acquire
-// polls bounded by a timer, whose expiry prints (out of line) and traps.
+// polls bounded by a timer, whose expiry prints (out of line) and traps, and by a failure word the host writes when a
+// peer dies (its address at the start of this PE's heap), read where the timer is.
 namespace {
 constexpr unsigned long long raw_wait_timeout_ns = 20000000000ull;
 [[noreturn]] __device__ __noinline__ void
@@ -200,15 +201,31 @@ __device__ __forceinline__ unsigned long long raw_load_acquire_sys(const unsigne
 __device__ __forceinline__ void raw_fence_release_sys() {
   asm volatile("fence.release.sys;" ::: "memory");
 }
-// Acquire polls of `word` until it reaches `want`; the timer is read every 1024 polls.
-__device__ __forceinline__ void
-raw_wait_for_count(const unsigned long long* word, unsigned long long want, int me, int peer) {
+[[noreturn]] __device__ __noinline__ void raw_report_failed(const char* what, int me, int failed) {
+  printf("PE %d waited in %s: PE %d failed (block %d, thread %d)\n", me, what, failed, static_cast<int>(blockIdx.x),
+         static_cast<int>(threadIdx.x));
+  __trap();
+  __builtin_unreachable();
+}
+// The failed PE the host side wrote (failed PE + 1) into the word whose address lies at the start of this PE's heap
+// (`heap`), or -1: two loads, the second at system scope (the host writes the word while kernels run).
+__device__ __forceinline__ int raw_failed_peer(const unsigned char* heap) {
+  const unsigned* word = *reinterpret_cast<const unsigned* const*>(heap);
+  if (word == nullptr) return -1;
+  unsigned code;
+  asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(code) : "l"(word) : "memory");
+  return static_cast<int>(code) - 1;
+}
+// Acquire polls of `word` until it reaches `want`; the timer and the failure word are read every 1024 polls.
+__device__ __forceinline__ void raw_wait_for_count(const unsigned long long* word, unsigned long long want, int me,
+                                                   int peer, const unsigned char* heap) {
   unsigned long long start = 0, seen;
   for (unsigned polls = 1; (seen = raw_load_acquire_sys(word)) < want; ++polls) {
     if ((polls & 1023u) != 0) continue;
     const unsigned long long now = raw_timer_ns();
     if (start == 0) start = now;
     else if (now - start > raw_wait_timeout_ns) raw_report_deadlock("barrier", me, peer, seen, want);
+    if (const int failed = raw_failed_peer(heap); failed >= 0) raw_report_failed("barrier", me, failed);
   }
 }
 } // namespace
@@ -223,6 +240,7 @@ barrier_block_loop(void* const* peers, std::size_t system_offset, int me, int n,
   const int rank = static_cast<int>(block.thread_rank()), count = static_cast<int>(block.num_threads());
   block.sync();
   unsigned long long* mine = flags(me);
+  const unsigned char* heap = static_cast<const unsigned char*>(peers[me]);
   unsigned long long* first_remote = nullptr;
   int first_peer = -1;
   if (rank < n - 1) {
@@ -244,7 +262,7 @@ barrier_block_loop(void* const* peers, std::size_t system_offset, int me, int n,
       }
       peer = first_peer;
       for (int k = rank; k < n - 1; k += count) {
-        raw_wait_for_count(&mine[peer], epoch, me, peer);
+        raw_wait_for_count(&mine[peer], epoch, me, peer, heap);
         peer = next(peer);
       }
     }
@@ -266,12 +284,13 @@ struct raw_flag_areas {
 namespace {
 // One round: flags_of(i, pe) is team PE i's (world PE pe's) flag area.
 template <class FlagsOf>
-__device__ __forceinline__ void
-raw_stream_round(const FlagsOf& flags_of, int start, int stride, int n, int my_index, int world_me, int world_n) {
+__device__ __forceinline__ void raw_stream_round(const FlagsOf& flags_of, int start, int stride, int n, int my_index,
+                                                 int world_me, int world_n, std::size_t flags_offset) {
   auto block = cg::this_thread_block();
   const int rank = static_cast<int>(block.thread_rank()), count = static_cast<int>(block.num_threads());
   block.sync();
   unsigned long long* mine = flags_of(my_index, world_me);
+  const unsigned char* heap = reinterpret_cast<const unsigned char*>(mine) - flags_offset; // this PE's heap base
   unsigned long long* sent = mine + world_n;
   if (rank < n) raw_fence_release_sys();
   for (int i = rank; i < n; i += count) {
@@ -283,7 +302,7 @@ raw_stream_round(const FlagsOf& flags_of, int start, int stride, int n, int my_i
   for (int i = rank; i < n; i += count) {
     const int p = start + i * stride;
     if (p == world_me) continue;
-    raw_wait_for_count(&mine[p], sent[p], world_me, p);
+    raw_wait_for_count(&mine[p], sent[p], world_me, p, heap);
   }
   block.sync();
 }
@@ -293,18 +312,20 @@ raw_stream_round(const FlagsOf& flags_of, int start, int stride, int n, int my_i
 extern "C" __global__ void stream_barrier_round(void* const* peers, int start, int stride, int n, int my_index,
                                                 int world_me, int world_n, raw_flag_areas flags) {
   if (flags.inlined) {
-    raw_stream_round([&](int i, int) { return flags.area[i]; }, start, stride, n, my_index, world_me, world_n);
+    raw_stream_round([&](int i, int) { return flags.area[i]; }, start, stride, n, my_index, world_me, world_n,
+                     flags.offset);
   } else {
     raw_stream_round(
         [&](int, int pe) {
           return reinterpret_cast<unsigned long long*>(static_cast<unsigned char*>(peers[pe]) + flags.offset);
         },
-        start, stride, n, my_index, world_me, world_n);
+        start, stride, n, my_index, world_me, world_n, flags.offset);
   }
 }
 
 // The same with the flag addresses inline only (teams of up to 32 PEs).
 extern "C" __global__ void stream_barrier_round_inline(
     void* const*, int start, int stride, int n, int my_index, int world_me, int world_n, raw_flag_areas flags) {
-  raw_stream_round([&](int i, int) { return flags.area[i]; }, start, stride, n, my_index, world_me, world_n);
+  raw_stream_round([&](int i, int) { return flags.area[i]; }, start, stride, n, my_index, world_me, world_n,
+                   flags.offset);
 }

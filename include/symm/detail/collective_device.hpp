@@ -210,6 +210,7 @@ SYMM_DEVICE void device_collective(const Group& group, const team_ref& t, sym_bu
   device_check_collective(C, dst.size, src.size, t.n_pes(), root);
 #  if SYMM_NVSHMEM_BACKEND()
   if (t.rma_peer()) { // symm's loads and stores cannot reach the team's PEs: NVSHMEM's collective, `channel` unused
+    // NVSHMEM's waits do not read symm's failure word (detail/device_wait.hpp): a dead peer ends them as NVSHMEM's.
     nvshmem_device_collective<C>(group, t, dst, src, op, root);
     return;
   }
@@ -266,12 +267,15 @@ collective_flags_round(const Group& group, const team_ref& t, const collective_f
   group.sync();
   // Two copies of the round, chosen once: a choice per flag address would leave the table read (predicated off) and
   // generic accesses in the inline round's loop.
+  // The heap base (for the failure word) from what each copy already holds: no extra table read in the inline one.
   if (flags.inlined) {
     pair_barrier_round(
-        group, t, [&](int team_pe, int) { return flags.inline_on(t, team_pe, channel); }, what);
+        group, t, [&](int team_pe, int) { return flags.inline_on(t, team_pe, channel); }, what,
+        reinterpret_cast<const std::byte*>(flags.area[t.my_pe()]) - flags.offset);
   } else {
     pair_barrier_round(
-        group, t, [&](int, int world_pe) { return t.pair_flags(world_pe, flags.offset, channel); }, what);
+        group, t, [&](int, int world_pe) { return t.pair_flags(world_pe, flags.offset, channel); }, what,
+        t.local_heap());
   }
 }
 

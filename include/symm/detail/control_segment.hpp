@@ -148,6 +148,9 @@ public:
   virtual void check(std::string_view what) = 0;
   //! A host wait for data of this PE ended (host_wait_mark): the peers may have been told it waits.
   virtual void host_wait_ended() noexcept = 0;
+  //! The PE check() would throw for, or -1; never throws, never blocks (-1 when another thread of this PE holds the
+  //! sockets): what the failure monitor's thread asks (detail/failure_monitor.hpp).
+  virtual int failed_peer() noexcept = 0;
 
 protected:
   ~peer_monitor() = default;
@@ -189,6 +192,24 @@ public:
                    my_pe_, what, p, pid);
       }
     }
+  }
+
+  //! The first other PE that check() would throw for (failed, finalized early, no longer exists), or -1. Never throws
+  //! and prints nothing: the failure monitor's thread asks it every few milliseconds (detail/failure_monitor.hpp).
+  [[nodiscard]] int failed_peer() const noexcept {
+    if (network_ != nullptr) return network_->failed_peer();
+    for (int p = 0; p < static_cast<int>(pages_.size()); ++p) {
+      if (p == my_pe_) continue;
+      pe_control& page = *pages_[static_cast<std::size_t>(p)];
+      auto state = static_cast<pe_state>(atomic_at(page.state).load(std::memory_order_acquire));
+      if (state == pe_state::failed || state == pe_state::finalized) return p;
+      std::uint32_t pid = atomic_at(page.pid).load(std::memory_order_relaxed);
+      if (pid != 0 && pid != static_cast<std::uint32_t>(::getpid()) && ::kill(static_cast<pid_t>(pid), 0) != 0 &&
+          errno == ESRCH) {
+        return p;
+      }
+    }
+    return -1;
   }
 
   [[nodiscard]] int my_pe() const noexcept { return my_pe_; }

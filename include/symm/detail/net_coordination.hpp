@@ -185,6 +185,20 @@ public:
     throw_if_broken(what, [](int) { return true; });
   }
 
+  //! The peer check() would throw for, or -1 (also while another thread of this PE holds the sockets: it reads for
+  //! this PE meanwhile, and the next call looks again). For the failure monitor's thread: never throws.
+  int failed_peer() noexcept override {
+    std::unique_lock lock(mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) return -1;
+    try {
+      pump(0);
+    } catch (...) {
+      // a connection that broke is filed as lost by the read that found it; what was filed is still looked at
+    }
+    bool needed_one = false;
+    return culprit([](int) { return true; }, needed_one);
+  }
+
 private:
   enum class peer_status { running, finalized, failed, lost };
 

@@ -9,6 +9,8 @@
 #include <symm/detail/bootstrap/bootstrap.hpp>
 #include <symm/detail/collective_tuning.hpp>
 #include <symm/detail/control_segment.hpp>
+#include <symm/detail/device_wait.hpp>
+#include <symm/detail/failure_monitor.hpp>
 #include <symm/detail/heap_allocator.hpp>
 #include <symm/detail/job_layout.hpp>
 #include <symm/detail/net_coordination.hpp>
@@ -214,6 +216,7 @@ public:
     auto timeout = options.bootstrap_timeout.count() != 0 ? options.bootstrap_timeout : bootstrap_timeout_from_env();
     collective_bound_ = wait_bound_from_env("SYMM_COLLECTIVE_TIMEOUT_MS", default_collective_bound);
     barrier_bound_ = wait_bound_from_env("SYMM_BARRIER_TIMEOUT_MS", std::chrono::milliseconds(0));
+    const std::chrono::milliseconds failure_poll = failure_poll_from_env();
     boot_ = std::make_unique<bootstrap>(job_, timeout);
     job_layout layout = detect_layout(*boot_);
     std::string tuning_problem;
@@ -265,13 +268,16 @@ public:
 #endif
     }
     allocator_.emplace(heap_bytes_);
-    // The first block of every heap belongs to symm (device barrier flags): same offset everywhere, zeroed.
+    // The first blocks of every heap belong to symm, at the same offsets everywhere, zeroed: the header at offset 0
+    // (where device waits find the failure word, detail/device_wait.hpp), then the system area (device barrier flags).
+    const auto header = allocator_->allocate(heap_header_bytes, heap_allocator::min_alignment);
     auto system = allocator_->allocate(system_area_bytes(job_.n_pes), heap_allocator::min_alignment);
+    if (!header || *header != 0) system.reset();
     if (!system) {
       SYMM_THROW(errc::heap_exhausted,
                  "PE {}: the heap of {} bytes cannot hold symm's own {} bytes of barrier flags; "
                  "raise SYMM_HEAP_SIZE",
-                 job_.pe, heap_bytes_, system_area_bytes(job_.n_pes));
+                 job_.pe, heap_bytes_, heap_header_bytes + system_area_bytes(job_.n_pes));
     }
     system_offset_ = *system;
     boot_->barrier();
@@ -281,6 +287,12 @@ public:
                    job_.pe, job_.n_pes, job_.local_pe, job_.local_n_pes, how.name.c_str(),
                    how.identity.empty() ? "" : "; job ", how.identity.c_str(), how.rendezvous.c_str());
     }
+#if SYMM_CUDA_BACKEND()
+    // Last, and it never throws: a world that fails to start never leaves the thread behind.
+    if (cuda_) start_failure_monitor(failure_poll);
+#else
+    (void) failure_poll;
+#endif
   }
 
   world_state(const world_state&) = delete;
@@ -295,6 +307,9 @@ public:
     std::optional<error> found;
     if (!alive_) return found;
     pe_control& mine = *controls_[static_cast<std::size_t>(job_.pe)];
+    // From here on the PEs leave, and a peer that finalized first is no failure: no kernel of this PE runs any more
+    // (the world's end comes after them), so the monitor has nothing left to tell.
+    monitor_.reset();
     if (unwinding) {
       alive_ = false;
 #if SYMM_CUDA_BACKEND()
@@ -377,6 +392,10 @@ public:
   }
   [[nodiscard]] const liveness& peers() const noexcept {
     return live_;
+  }
+  //! The thread that tells this PE's kernels of a failed peer (GPU backends, unless SYMM_FAILURE_POLL_MS=0), or null.
+  [[nodiscard]] const failure_monitor* monitor() const noexcept {
+    return monitor_.get();
   }
   //! Whether host barriers, agreement and liveness go over the network mesh rather than the control pages.
   [[nodiscard]] bool network_coordination() const noexcept {
@@ -819,6 +838,26 @@ private:
     return static_cast<std::int64_t>(value);
   }
 
+#if SYMM_CUDA_BACKEND()
+  //! Every `period` (0: never) the monitor asks the liveness check, from its own thread, whether another PE failed; the
+  //! first PE it names goes into the failure word, failed PE + 1, where this PE's kernels' waits see it.
+  //! Never throws: a monitor that cannot start (no thread left) costs the kernels their early news, not the world.
+  void start_failure_monitor(std::chrono::milliseconds period) noexcept {
+    std::uint32_t* word = cuda_->failure_word();
+    if (period.count() <= 0 || word == nullptr || job_.n_pes < 2) return;
+    try {
+      monitor_ = std::make_unique<failure_monitor>(
+          period, [this] { return live_.failed_peer(); },
+          [word](int pe) { std::atomic_ref<std::uint32_t>(*word).store(failure_code(pe), std::memory_order_release); });
+    } catch (const std::exception& e) {
+      std::fprintf(stderr,
+                   "symm: PE %d: warning: the failure monitor did not start (%s): this PE's kernels see a failed peer "
+                   "only at their wait bounds\n",
+                   job_.pe, e.what());
+    }
+  }
+#endif
+
   job_info job_;
   symm::backend kind_{};
   std::size_t heap_bytes_ = 0;
@@ -845,6 +884,8 @@ private:
 #if SYMM_CUDA_BACKEND()
   std::unique_ptr<cuda_heap> cuda_;
 #endif
+  // Last, so that it stops before anything it reads (the liveness check) or writes (cuda_'s failure word) goes away.
+  std::unique_ptr<failure_monitor> monitor_;
 };
 
 //! The world the calling thread made most recently and has not destroyed: what host free functions without a world

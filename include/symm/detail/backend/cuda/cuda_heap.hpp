@@ -12,12 +12,15 @@
 #include <symm/detail/collective_tuning.hpp>
 #include <symm/detail/completion.hpp>
 #include <symm/detail/device_choice.hpp>
+#include <symm/detail/device_wait.hpp>
 #include <symm/detail/env.hpp>
 #include <symm/detail/job_layout.hpp>
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -146,7 +149,18 @@ public:
     SYMM_TRY_CUDA(cudaMalloc(reinterpret_cast<void**>(&device_table_), n * sizeof(std::byte*)));
     SYMM_TRY_CUDA(cudaMemcpy(device_table_, bases_.data(), n * sizeof(std::byte*), cudaMemcpyHostToDevice));
     // A fresh heap reads as zeros, like the host backend's, so that signals and flags start at 0.
-    SYMM_TRY_CUDA(cudaMemsetAsync(bases_[static_cast<std::size_t>(job.pe)], 0, heap_bytes_, stream_));
+    std::byte* const mine = bases_[static_cast<std::size_t>(job.pe)];
+    SYMM_TRY_CUDA(cudaMemsetAsync(mine, 0, heap_bytes_, stream_));
+    // The failure word (detail/device_wait.hpp): host memory that this PE's kernels read and its failure monitor writes
+    // while they run, so no write waits behind a kernel. Its device address goes into the heap's header, where every
+    // device wait that holds a view of the heap finds it. Pinned now, before any kernel of this job runs.
+    SYMM_TRY_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&failure_word_), sizeof(std::uint32_t),
+                                cudaHostAllocMapped | cudaHostAllocPortable));
+    std::atomic_ref<std::uint32_t>(*failure_word_).store(0, std::memory_order_relaxed);
+    void* device_word = nullptr;
+    SYMM_TRY_CUDA(cudaHostGetDevicePointer(&device_word, failure_word_, 0));
+    SYMM_TRY_CUDA(cudaMemcpyAsync(
+        mine + failure_slot_offset, &device_word, sizeof(device_word), cudaMemcpyHostToDevice, stream_));
     SYMM_TRY_CUDA(cudaStreamSynchronize(stream_));
   }
 
@@ -158,6 +172,7 @@ public:
     nvshmem_.reset(); // collective (unless abandoned), while the stream and the table still exist
 #endif
     if (device_table_ != nullptr) SYMM_ASSERT_CUDA(cudaFree(device_table_));
+    if (failure_word_ != nullptr) SYMM_ASSERT_CUDA(cudaFreeHost(failure_word_));
     if (stream_ != nullptr) SYMM_ASSERT_CUDA(cudaStreamDestroy(stream_));
   }
 
@@ -191,6 +206,11 @@ public:
   //! Blocks of a stream collective's kernel every PE can keep resident at once (detail::collective_block_limit).
   [[nodiscard]] unsigned collective_block_limit() const noexcept {
     return collective_block_limit_;
+  }
+  //! This PE's failure word (mapped pinned host memory; detail/device_wait.hpp): 0, or a failed PE's number + 1 once
+  //! the world's failure monitor found one. The monitor must stop before this heap goes away.
+  [[nodiscard]] std::uint32_t* failure_word() const noexcept {
+    return failure_word_;
   }
   //! The stream host-side operations without a stream argument use (non-blocking with respect to stream 0).
   [[nodiscard]] cudaStream_t stream() const noexcept {
@@ -368,6 +388,7 @@ private:
   std::vector<std::optional<peer_mapping>> peers_;
   std::vector<std::byte*> bases_;
   std::byte** device_table_ = nullptr;
+  std::uint32_t* failure_word_ = nullptr;
   std::size_t heap_bytes_ = 0;
   unsigned collective_block_limit_ = 1;
 #if SYMM_NVSHMEM_BACKEND()
