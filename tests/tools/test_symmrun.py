@@ -936,7 +936,8 @@ class TorchrunTest(LauncherJobTestCase):
 class RealLauncherTest(LauncherJobTestCase):
     """The launchers themselves, where they are installed (each test says so and skips otherwise): torchrun (PyTorch;
     not in CI, its wheels are gigabytes), MPICH's mpiexec (Hydra; tools/setup.sh installs PyPI's mpich into its
-    cache) and Open MPI's mpirun (Debian's openmpi-bin). Every PE of a job of 2 and of 4 joins one world and checks it holds no other job's PE."""
+    cache) and Open MPI's mpirun (Debian's openmpi-bin). Every PE of a job of 2 and of 4 joins one world and checks
+    that it holds no other job's PE."""
 
     def run_job(self, command, size, extra_env=None):
         outdir = os.path.join(self.outdir, f"{os.path.basename(command[0])}-{size}")
