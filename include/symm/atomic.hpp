@@ -22,8 +22,8 @@
 //
 // Types: the integer types of 4 and 8 bytes (int, unsigned, long, unsigned long, long long, unsigned long long,
 // std::int32_t, std::uint64_t, ...) and float and double; bool, 1- and 2-byte integers and user types do not compile
-// (a static_assert names the types that work). Orders are cuda::memory_order (= cuda::std::memory_order), default
-// seq_cst; the names are those of std::atomic.
+// (a static_assert names the types that work). Orders are cuda::memory_order (= cuda::std::memory_order) or
+// std::memory_order (symm::memory_order_arg takes either), default seq_cst; the names are those of std::atomic.
 //
 // Where they run:
 // - device code (both backends' kernels): a cuda::atomic_ref at system scope on the peer mapping, one instruction;
@@ -46,6 +46,7 @@
 
 #include <cuda/atomic>
 
+#include <atomic>
 #include <concepts>
 #include <type_traits>
 
@@ -64,6 +65,31 @@ float > || std::same_as<std::remove_cv_t<T>, double>;
 
 //! The scope of every symm atomic and of the fences that order signals (see the header comment for why).
 inline constexpr cuda::thread_scope atomic_scope = cuda::thread_scope_system;
+
+//! A memory order as either library spells it: cuda::memory_order (= cuda::std::memory_order) or std::memory_order.
+//! The atomics' order parameters take it, so that `r.fetch_add(1, std::memory_order_relaxed)` works as with
+//! std::atomic; the two enumerations name the same six orders. Costs nothing: a constant folds to the cuda order.
+class memory_order_arg {
+public:
+  SYMM_HOST_DEVICE constexpr memory_order_arg(cuda::memory_order order) noexcept : order_(order) {}
+  SYMM_HOST_DEVICE constexpr memory_order_arg(std::memory_order order) noexcept : order_(to_cuda(order)) {}
+  SYMM_HOST_DEVICE constexpr operator cuda::memory_order() const noexcept { return order_; }
+
+private:
+  SYMM_HOST_DEVICE static constexpr cuda::memory_order to_cuda(std::memory_order order) noexcept {
+    switch (order) {
+      case std::memory_order_relaxed: return cuda::memory_order_relaxed;
+      case std::memory_order_consume: return cuda::memory_order_consume;
+      case std::memory_order_acquire: return cuda::memory_order_acquire;
+      case std::memory_order_release: return cuda::memory_order_release;
+      case std::memory_order_acq_rel: return cuda::memory_order_acq_rel;
+      case std::memory_order_seq_cst: return cuda::memory_order_seq_cst;
+    }
+    return cuda::memory_order_seq_cst;
+  }
+
+  cuda::memory_order order_;
+};
 
 namespace detail {
 

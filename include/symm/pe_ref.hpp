@@ -21,7 +21,7 @@ SYMM_BEGIN_NAMESPACE
 //! assigning one pe_ref to another (a get and a put: write `dst = T(src)`), and comparing two pe_refs.
 //! Constness goes through the element type: a `pe_ref<const T>` can be read, not written.
 //!
-//! Atomics are members with an explicit cuda::memory_order (default seq_cst): load, store, exchange,
+//! Atomics are members with an explicit memory order, cuda's or std's (default seq_cst): load, store, exchange,
 //! compare_exchange, fetch_add/sub/and/or/xor/min/max and the non-fetching add, sub, bit_and, bit_or, bit_xor. They
 //! take 4- and 8-byte integers, float and double (bitwise and min/max: integers only), run at system scope, and work
 //! in device code and in host code on both backends (host code on the CUDA backend: a one-thread kernel, seq_cst,
@@ -70,7 +70,7 @@ public:
   // (detail/backend/cuda/host_atomics.hpp) ----
 
   //! Atomic read of the element on PE pe(). The only atomic a pe_ref<const T> has.
-  [[nodiscard]] SYMM_HOST_DEVICE value_type load(cuda::memory_order order = cuda::memory_order_seq_cst) const {
+  [[nodiscard]] SYMM_HOST_DEVICE value_type load(memory_order_arg order = cuda::memory_order_seq_cst) const {
     detail::require_atomic_value<T>();
     if constexpr (atomic_value<T>) {
       NV_IF_TARGET(NV_IS_HOST, (if (world_->kind() != backend::host) {
@@ -87,7 +87,7 @@ public:
     }
   }
   //! Atomic write of `desired`.
-  SYMM_HOST_DEVICE void store(value_type desired, cuda::memory_order order = cuda::memory_order_seq_cst) const {
+  SYMM_HOST_DEVICE void store(value_type desired, memory_order_arg order = cuda::memory_order_seq_cst) const {
     detail::require_atomic_value<T>();
     detail::require_writable<T>();
     if constexpr (atomic_value<T> && !std::is_const_v<T>) {
@@ -106,13 +106,13 @@ public:
     }
   }
   //! Atomically replaces the value by `desired`; returns the old value.
-  SYMM_HOST_DEVICE value_type exchange(value_type desired, cuda::memory_order order = cuda::memory_order_seq_cst) const {
+  SYMM_HOST_DEVICE value_type exchange(value_type desired, memory_order_arg order = cuda::memory_order_seq_cst) const {
     return rmw<op::exchange>(desired, order, "pe_ref::exchange");
   }
   //! If the value equals `expected` (bitwise), replaces it by `desired` and returns true; otherwise stores the value
   //! seen into `expected` and returns false (std::atomic's compare_exchange_strong: no spurious failure).
   SYMM_HOST_DEVICE bool compare_exchange(value_type& expected, value_type desired,
-                                         cuda::memory_order order = cuda::memory_order_seq_cst) const {
+                                         memory_order_arg order = cuda::memory_order_seq_cst) const {
     detail::require_atomic_value<T>();
     detail::require_writable<T>();
     if constexpr (atomic_value<T> && !std::is_const_v<T>) {
@@ -136,54 +136,48 @@ public:
     }
   }
   //! Atomic `+= operand` (integers wrap; float/double round as a plain add); returns the old value.
-  SYMM_HOST_DEVICE value_type fetch_add(value_type operand,
-                                        cuda::memory_order order = cuda::memory_order_seq_cst) const {
+  SYMM_HOST_DEVICE value_type fetch_add(value_type operand, memory_order_arg order = cuda::memory_order_seq_cst) const {
     return rmw<op::add>(operand, order, "pe_ref::fetch_add");
   }
   //! Atomic `-= operand`; returns the old value.
-  SYMM_HOST_DEVICE value_type fetch_sub(value_type operand,
-                                        cuda::memory_order order = cuda::memory_order_seq_cst) const {
+  SYMM_HOST_DEVICE value_type fetch_sub(value_type operand, memory_order_arg order = cuda::memory_order_seq_cst) const {
     return rmw<op::sub>(operand, order, "pe_ref::fetch_sub");
   }
   //! Atomic `&= operand` (integers); returns the old value.
-  SYMM_HOST_DEVICE value_type fetch_and(value_type operand,
-                                        cuda::memory_order order = cuda::memory_order_seq_cst) const {
+  SYMM_HOST_DEVICE value_type fetch_and(value_type operand, memory_order_arg order = cuda::memory_order_seq_cst) const {
     return rmw<op::bit_and>(operand, order, "pe_ref::fetch_and");
   }
   //! Atomic `|= operand` (integers); returns the old value.
-  SYMM_HOST_DEVICE value_type fetch_or(value_type operand, cuda::memory_order order = cuda::memory_order_seq_cst) const {
+  SYMM_HOST_DEVICE value_type fetch_or(value_type operand, memory_order_arg order = cuda::memory_order_seq_cst) const {
     return rmw<op::bit_or>(operand, order, "pe_ref::fetch_or");
   }
   //! Atomic `^= operand` (integers); returns the old value.
-  SYMM_HOST_DEVICE value_type fetch_xor(value_type operand,
-                                        cuda::memory_order order = cuda::memory_order_seq_cst) const {
+  SYMM_HOST_DEVICE value_type fetch_xor(value_type operand, memory_order_arg order = cuda::memory_order_seq_cst) const {
     return rmw<op::bit_xor>(operand, order, "pe_ref::fetch_xor");
   }
   //! Atomically replaces the value by min(value, operand) (integers); returns the old value.
-  SYMM_HOST_DEVICE value_type fetch_min(value_type operand,
-                                        cuda::memory_order order = cuda::memory_order_seq_cst) const {
+  SYMM_HOST_DEVICE value_type fetch_min(value_type operand, memory_order_arg order = cuda::memory_order_seq_cst) const {
     return rmw<op::min>(operand, order, "pe_ref::fetch_min");
   }
   //! Atomically replaces the value by max(value, operand) (integers); returns the old value.
-  SYMM_HOST_DEVICE value_type fetch_max(value_type operand,
-                                        cuda::memory_order order = cuda::memory_order_seq_cst) const {
+  SYMM_HOST_DEVICE value_type fetch_max(value_type operand, memory_order_arg order = cuda::memory_order_seq_cst) const {
     return rmw<op::max>(operand, order, "pe_ref::fetch_max");
   }
   //! The non-fetching forms: the same updates, returning nothing (OpenSHMEM's atomic_add etc.; on the GPU a
   //! reduction that needs no round trip). `bit_` because `and`, `or` and `xor` are C++ keywords.
-  SYMM_HOST_DEVICE void add(value_type operand, cuda::memory_order order = cuda::memory_order_seq_cst) const {
+  SYMM_HOST_DEVICE void add(value_type operand, memory_order_arg order = cuda::memory_order_seq_cst) const {
     (void) rmw<op::add>(operand, order, "pe_ref::add");
   }
-  SYMM_HOST_DEVICE void sub(value_type operand, cuda::memory_order order = cuda::memory_order_seq_cst) const {
+  SYMM_HOST_DEVICE void sub(value_type operand, memory_order_arg order = cuda::memory_order_seq_cst) const {
     (void) rmw<op::sub>(operand, order, "pe_ref::sub");
   }
-  SYMM_HOST_DEVICE void bit_and(value_type operand, cuda::memory_order order = cuda::memory_order_seq_cst) const {
+  SYMM_HOST_DEVICE void bit_and(value_type operand, memory_order_arg order = cuda::memory_order_seq_cst) const {
     (void) rmw<op::bit_and>(operand, order, "pe_ref::bit_and");
   }
-  SYMM_HOST_DEVICE void bit_or(value_type operand, cuda::memory_order order = cuda::memory_order_seq_cst) const {
+  SYMM_HOST_DEVICE void bit_or(value_type operand, memory_order_arg order = cuda::memory_order_seq_cst) const {
     (void) rmw<op::bit_or>(operand, order, "pe_ref::bit_or");
   }
-  SYMM_HOST_DEVICE void bit_xor(value_type operand, cuda::memory_order order = cuda::memory_order_seq_cst) const {
+  SYMM_HOST_DEVICE void bit_xor(value_type operand, memory_order_arg order = cuda::memory_order_seq_cst) const {
     (void) rmw<op::bit_xor>(operand, order, "pe_ref::bit_xor");
   }
 

@@ -28,6 +28,7 @@ views_kernel(symm::array_ref<int> a, symm::array_ref<const int> c, symm::array_r
              symm::array_ref<const int, 4> fixed_c, symm::scalar_ref<int> s, symm::scalar_ref<const int> cs,
              symm::signal_ref sig, symm::signal_array_ref sigs, symm::world_ref w, symm::team_ref t, int pe) {
   views_both(a, c, fixed, fixed_c, s, cs, sig, sigs, w, t, pe);
+  (void) symm::remote(a, pe)[0].fetch_add(1, std::memory_order_relaxed); // std's orders in device code too
   device_rma(symm::this_thread(), a, c, fixed_c, sig, pe);
   device_rma(cooperative_groups::this_thread_block(), a, c, fixed_c, sig, pe);
   device_rma(cooperative_groups::tiled_partition<32>(cooperative_groups::this_thread_block()), a, c, fixed_c, sig, pe);
