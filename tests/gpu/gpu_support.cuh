@@ -78,6 +78,26 @@ void on_gpu_pes(int n, Fn body, symm::world_options options = gpu_options()) {
   }
 }
 
+//! A job of n PEs in `mode` that is meant to fail (one PE dies or gives up): threads in a forked child, so that this
+//! process stays free of CUDA, as on_gpu_pes runs them. The job's error is swallowed: the caller checks what the PEs
+//! recorded (how the surviving PE's wait ended).
+template <class Fn>
+void run_failing_job(int n, symm::launch_mode mode, Fn body, symm::world_options options = gpu_options()) {
+  try {
+    if (mode == symm::launch_mode::threads) {
+      symm::launch(1, [&] {
+        try {
+          symm::launch(n, body, {.mode = mode, .world = options});
+        } catch (const std::exception&) {
+        }
+      });
+    } else {
+      symm::launch(n, body, {.mode = mode, .world = options});
+    }
+  } catch (const std::exception&) {
+  }
+}
+
 //! cudaMemset, finished before returning: a memset still queued when a peer's put lands would overwrite it.
 inline void fill_now(void* device, int byte, std::size_t bytes) {
   GPU_CHECK(cudaMemset(device, byte, bytes));

@@ -1135,21 +1135,8 @@ TEST_CASE("a bounded host wait on GPU memory returns peer_failed when a PE dies"
           noticed->store(1);
         }
       };
-      // Threads in a forked child, which keeps this process free of CUDA. The job fails either way (PE 1 did); what
-      // matters is how PE 0's wait ended.
-      try {
-        if (mode == symm::launch_mode::threads) {
-          symm::launch(1, [&] {
-            try {
-              symm::launch(2, body, {.mode = mode, .world = symm_gpu_test::gpu_options()});
-            } catch (const std::exception&) {
-            }
-          });
-        } else {
-          symm::launch(2, body, {.mode = mode, .world = symm_gpu_test::gpu_options()});
-        }
-      } catch (const std::exception&) {
-      }
+      // The job fails either way (PE 1 did); what matters is how PE 0's wait ended.
+      symm_gpu_test::run_failing_job(2, mode, body);
       REQUIRE(noticed->load() == 1);
     }
   }
@@ -1212,20 +1199,8 @@ TEST_CASE("a kernel's bounded wait returns peer_failed within 100 ms of a peer's
         // > 0: the microseconds it took (at least 1); < 0: the wait ended otherwise (-1 - its status)
         result->store(ended == static_cast<int>(symm::wait_status::peer_failed) ? waited + 1 : -1 - ended);
       };
-      try {
-        if (mode == symm::launch_mode::threads) {
-          symm::launch(1, [&] {
-            try {
-              symm::launch(2, body, {.mode = mode, .world = symm_gpu_test::gpu_options()});
-            } catch (const std::exception&) {
-            }
-          });
-        } else {
-          symm::launch(2, body, {.mode = mode, .world = symm_gpu_test::gpu_options()});
-        }
-      } catch (const std::exception&) {
-        // the job fails either way (PE 1 did); what matters is how PE 0's wait ended
-      }
+      // The job fails either way (PE 1 did); what matters is how PE 0's wait ended.
+      symm_gpu_test::run_failing_job(2, mode, body);
       const long long got = result->load();
       CAPTURE(got);
       REQUIRE(got > 0);           // peer_failed, not timed_out (-2) or ok (-1)
