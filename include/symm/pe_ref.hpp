@@ -3,10 +3,8 @@
 
 #include <symm/atomic.hpp>
 #include <symm/concepts.hpp>
-#include <symm/detail/backend/cuda/host_atomics.hpp>
 #include <symm/detail/backend/nvshmem/device_rma.hpp>
-#include <symm/detail/host_wait.hpp>
-#include <symm/detail/world_state.hpp>
+#include <symm/detail/world_interface.hpp>
 
 #include <type_traits>
 
@@ -37,7 +35,7 @@ public:
   using element_type = T;
   using value_type = std::remove_cv_t<T>;
 
-  SYMM_HOST_DEVICE constexpr pe_ref(T* address, int pe, detail::world_state* world) noexcept
+  SYMM_HOST_DEVICE constexpr pe_ref(T* address, int pe, detail::world_interface* world) noexcept
       : address_(address), pe_(pe), world_(world) {}
 
   //! Put of one element: writes `value` into the element on PE pe(). Complete when it returns (host) or ordered by
@@ -184,7 +182,7 @@ public:
   //! The PE this reference points into, and the element's address in this PE's mapping of that PE's heap.
   [[nodiscard]] SYMM_HOST_DEVICE constexpr int pe() const noexcept { return pe_; }
   [[nodiscard]] SYMM_HOST_DEVICE constexpr T* address() const noexcept { return address_; }
-  [[nodiscard]] SYMM_HOST_DEVICE constexpr detail::world_state* world() const noexcept { return world_; }
+  [[nodiscard]] SYMM_HOST_DEVICE constexpr detail::world_interface* world() const noexcept { return world_; }
 
   // A remote-to-remote copy is a get and a put: spell it out as `dst = T(src)`.
   pe_ref& operator=(const pe_ref&) = delete;
@@ -255,7 +253,7 @@ private:
 
   T* address_;
   int pe_;
-  detail::world_state* world_;
+  detail::world_interface* world_;
 };
 
 static_assert(std::is_trivially_copyable_v<pe_ref<int>>, "pe_ref travels to kernels by value");

@@ -4,7 +4,7 @@
 #include <symm/concepts.hpp>
 #include <symm/detail/backend/nvshmem/device_rma.hpp>
 #include <symm/detail/peer_table.hpp>
-#include <symm/detail/world_state.hpp>
+#include <symm/detail/world_interface.hpp>
 #include <symm/group.hpp>
 #include <symm/pe_ref.hpp>
 
@@ -46,7 +46,7 @@ public:
   using reference = pe_ref<T>;
   static constexpr std::size_t extent = Extent;
 
-  SYMM_HOST_DEVICE constexpr pe_span(T* address, std::size_t size, int pe, detail::world_state* world) noexcept
+  SYMM_HOST_DEVICE constexpr pe_span(T* address, std::size_t size, int pe, detail::world_interface* world) noexcept
       : address_(address), size_(size), pe_(pe), world_(world) {}
 
   //! A pe_span<const T> can be made from a pe_span<T>; the other way round does not compile.
@@ -64,7 +64,7 @@ public:
   [[nodiscard]] SYMM_HOST_DEVICE constexpr int pe() const noexcept { return pe_; }
   //! The first element's address in this PE's mapping of PE pe()'s heap (valid in device code on the CUDA backend).
   [[nodiscard]] SYMM_HOST_DEVICE constexpr T* address() const noexcept { return address_; }
-  [[nodiscard]] SYMM_HOST_DEVICE constexpr detail::world_state* world() const noexcept { return world_; }
+  [[nodiscard]] SYMM_HOST_DEVICE constexpr detail::world_interface* world() const noexcept { return world_; }
   //! NVSHMEM's nvshmem_ptr: the first element on PE pe() as a plain pointer, for loads and stores of one's own (a
   //! hand-written kernel, a library that takes T*); null when this PE does not map that PE's heap (the nvshmem backend,
   //! a peer on another node), where only symm's operations reach it. Host backend: host memory. cuda and nvshmem
@@ -169,7 +169,7 @@ private:
   T* address_;
   std::size_t size_;
   int pe_;
-  detail::world_state* world_;
+  detail::world_interface* world_;
 };
 
 static_assert(std::is_trivially_copyable_v<pe_span<int>>, "pe_span travels to kernels by value");

@@ -1,16 +1,17 @@
 // symm/remote.hpp: symm::remote(obj, pe), the one way to name another PE's copy of a symmetric object.
 #pragma once
 
+#include <symm/array_ref.hpp>
 #include <symm/detail/checked_size.hpp>
+#include <symm/detail/device_check.hpp>
 #include <symm/pe_ref.hpp>
 #include <symm/pe_span.hpp>
-#include <symm/symmetric.hpp>
 
 SYMM_BEGIN_NAMESPACE
 
 namespace detail {
 template <count_integer PE>
-inline void check_pe_on_host(const detail::world_state* world, PE pe, int n_pes) {
+inline void check_pe_on_host(const detail::world_interface* world, PE pe, int n_pes) {
   if constexpr (SYMM_CHECK_LEVEL(1)) {
     check_pe_number(pe, n_pes, world != nullptr ? world->my_pe() : -1, "remote(obj, ", "the world");
   }

@@ -146,7 +146,7 @@ SYMM_END_NAMESPACE
 SYMM_BEGIN_NAMESPACE
 
 namespace detail {
-inline void require_cuda_backend(const world_state* world, const char* what) {
+inline void require_cuda_backend(const world_interface* world, const char* what) {
   if (!heap_on_gpu(world->kind())) {
     SYMM_THROW(errc::unsupported, "PE {}: {} orders work on a CUDA stream, but this world uses the {} backend",
                world->my_pe(), what, to_string(world->kind()));
@@ -165,7 +165,7 @@ template <class T, std::size_t E, class Range>
                   "differ");
     detail::require_cuda_backend(dst.world(), "symm::put(stream, ...)");
     detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put(stream, ...)");
-    return future<>(dst.world()->cuda()->copy_on(
+    return future<>(dst.world()->copy_on_stream(
         stream, dst.address(), std::ranges::data(source), dst.size_bytes(), "symm::put(stream, ...)"));
   }
 
@@ -178,7 +178,7 @@ template <class Range, class T, std::size_t E>
                   "differ");
     detail::require_cuda_backend(src.world(), "symm::get(stream, ...)");
     detail::check_same_extent(src.size(), std::ranges::size(destination), src.pe(), "get(stream, ...)");
-    return future<>(src.world()->cuda()->copy_on(
+    return future<>(src.world()->copy_on_stream(
         stream, std::ranges::data(destination), src.address(), src.size_bytes(), "symm::get(stream, ...)"));
   }
 

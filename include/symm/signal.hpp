@@ -80,7 +80,7 @@ public:
   //! The signal as a one-element symmetric array: `symm::remote(sig.word(), pe)[0]` is PE pe's word as a pe_ref.
   [[nodiscard]] SYMM_HOST_DEVICE const array_ref<std::uint64_t>& word() const noexcept { return word_; }
   [[nodiscard]] SYMM_HOST_DEVICE int my_pe() const noexcept { return word_.my_pe(); }
-  [[nodiscard]] SYMM_HOST_DEVICE detail::world_state* world() const noexcept { return word_.world(); }
+  [[nodiscard]] SYMM_HOST_DEVICE detail::world_interface* world() const noexcept { return word_.world(); }
 
 private:
   array_ref<std::uint64_t> word_;
@@ -91,17 +91,17 @@ static_assert(std::is_trivially_copyable_v<signal_ref>, "signal_ref travels to k
 //! PE pe()'s copy of a signal: `symm::remote(sig, pe)`, what put_signal updates. Trivially copyable.
 class pe_signal {
 public:
-  SYMM_HOST_DEVICE pe_signal(std::uint64_t* address, int pe, detail::world_state* world) noexcept
+  SYMM_HOST_DEVICE pe_signal(std::uint64_t* address, int pe, detail::world_interface* world) noexcept
       : address_(address), pe_(pe), world_(world) {}
   [[nodiscard]] SYMM_HOST_DEVICE int pe() const noexcept { return pe_; }
   //! The word's address in this PE's mapping of PE pe()'s heap.
   [[nodiscard]] SYMM_HOST_DEVICE std::uint64_t* address() const noexcept { return address_; }
-  [[nodiscard]] SYMM_HOST_DEVICE detail::world_state* world() const noexcept { return world_; }
+  [[nodiscard]] SYMM_HOST_DEVICE detail::world_interface* world() const noexcept { return world_; }
 
 private:
   std::uint64_t* address_;
   int pe_;
-  detail::world_state* world_;
+  detail::world_interface* world_;
 };
 
 static_assert(std::is_trivially_copyable_v<pe_signal>, "pe_signal travels to kernels by value");
@@ -138,7 +138,7 @@ public:
   template <detail::count_integer Count>
   signal_array(const world& w, Count count) : words_(w, count) {
     std::vector<std::uint64_t> zeros(words_.size(), 0); // words_ checked the count
-    auto* state = words_.ref().world();
+    auto* state = detail::state_of(words_.ref().world());
     state->copy(words_.local().data(), zeros.data(), words_.size_bytes());
     state->wait_for_all(state->world_group(), "symm::signal_array construction"); // after the agreed allocation
   }
@@ -230,8 +230,11 @@ inline void put_signal_on(cudaStream_t stream, void* dst, const void* src, std::
                           std::uint64_t value, signal_op op, const char* what) {
 #  if SYMM_NVSHMEM_BACKEND()
   if (is_rma_address(sig.address())) { // a peer reached through NVSHMEM RMA: its put-with-signal does set and add
-    sig.world()->cuda()->nvshmem()->put_on(
-        stream, dst, src, bytes, sig.address(), value, op == signal_op::add ? NVSHMEM_SIGNAL_ADD : NVSHMEM_SIGNAL_SET);
+    state_of(sig.world())
+        ->cuda()
+        ->nvshmem()
+        ->put_on(stream, dst, src, bytes, sig.address(), value,
+                 op == signal_op::add ? NVSHMEM_SIGNAL_ADD : NVSHMEM_SIGNAL_SET);
     return;
   }
 #  endif
@@ -264,7 +267,7 @@ void put_signal(const pe_span<T, E>& dst, Range&& source, const pe_signal& sig, 
                 "that differ");
   detail::check_signal_pe(dst.pe(), sig.pe(), "symm::put_signal");
   detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put_signal");
-  detail::world_state* world = dst.world();
+  detail::world_state* world = detail::state_of(dst.world());
 #if SYMM_CUDA_BACKEND()
   if (heap_on_gpu(world->kind())) {
     cudaStream_t stream = world->cuda()->stream();
@@ -292,7 +295,7 @@ put_signal_nbi(const pe_span<T, E>& dst, Range&& source, const pe_signal& sig, s
                 "extents that differ");
   detail::check_signal_pe(dst.pe(), sig.pe(), "symm::put_signal_nbi");
   detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put_signal_nbi");
-  detail::world_state* world = dst.world();
+  detail::world_state* world = detail::state_of(dst.world());
 #if SYMM_CUDA_BACKEND()
   if (heap_on_gpu(world->kind())) {
     cudaStream_t stream = world->cuda()->stream();
@@ -323,7 +326,8 @@ SYMM_HOST_DEVICE inline std::uint64_t signal_wait_until(const signal_ref& sig, c
       }),
       ({
         detail::require_host_atomics(sig.world(), sig.my_pe(), "symm::signal_wait_until");
-        return detail::host_wait_until(*sig.world(), sig.my_pe(), word, c, value, "symm::signal_wait_until");
+        return detail::host_wait_until(
+            *detail::state_of(sig.world()), sig.my_pe(), word, c, value, "symm::signal_wait_until");
       }))
 }
 
@@ -352,7 +356,8 @@ signal_wait_until_for(const signal_ref& sig, cmp c, std::uint64_t value, const D
       }),
       ({
         detail::require_host_atomics(sig.world(), sig.my_pe(), "symm::signal_wait_until_for");
-        return detail::host_wait_until_for(*sig.world(), sig.my_pe(), word, c, value, ns, "symm::signal_wait_until_for");
+        return detail::host_wait_until_for(
+            *detail::state_of(sig.world()), sig.my_pe(), word, c, value, ns, "symm::signal_wait_until_for");
       }))
 }
 
@@ -361,7 +366,7 @@ signal_wait_until_for(const signal_ref& sig, cmp c, std::uint64_t value, const D
 [[nodiscard]] SYMM_HOST_DEVICE inline std::uint64_t signal_fetch(const signal_ref& sig) {
   NV_IF_TARGET(NV_IS_HOST, ({
                  detail::require_host_atomics(sig.world(), sig.my_pe(), "symm::signal_fetch");
-                 return detail::host_acquire_load(*sig.world(), sig.local_address());
+                 return detail::host_acquire_load(*detail::state_of(sig.world()), sig.local_address());
                }),
                (return detail::system_atomic(sig.local_address()).load(cuda::memory_order_acquire);))
 }

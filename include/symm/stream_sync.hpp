@@ -153,7 +153,7 @@ inline future<> sync_all(cudaStream_t stream, const team& t) {
 //! \endcode
 inline future<> signal_wait_until(cudaStream_t stream, const signal_ref& sig, cmp c, std::uint64_t value) {
   constexpr const char* what = "symm::signal_wait_until(stream, ...)";
-  detail::world_state& w = detail::stream_world(sig.world(), what);
+  detail::world_state& w = detail::stream_world(detail::state_of(sig.world()), what);
   detail::stream_signal_wait_kernel<std::uint64_t>
       <<<1, 1, 0, stream>>>(sig.local_address(), c, value, w.my_pe(), w.peer_bases()[w.my_pe()]);
   SYMM_TRY_CUDA(cudaGetLastError());

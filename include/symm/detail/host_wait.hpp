@@ -1,5 +1,6 @@
 // symm/detail/host_wait.hpp: host-side waiting on a word of the symmetric heap, and the wake-ups that host-side
-// writers owe to waiters. Used by the atomics (pe_ref), symm/wait.hpp and symm/signal.hpp.
+// writers owe to waiters (world_state::wake_word_waiters). Used by the atomics (pe_ref), symm/wait.hpp and
+// symm/signal.hpp.
 //
 // A 4-byte word is waited on with a futex: spin briefly, then sleep until a writer wakes the word. Each PE's control
 // page counts the threads asleep on words of its heap ("sleepers"); a host writer through symm (an atomic, a p, a
@@ -32,21 +33,11 @@
 SYMM_BEGIN_NAMESPACE
 namespace detail {
 
-//! The error of require_host_atomics: host code reached a heap it has no atomics for.
-[[noreturn]] inline void throw_no_host_atomics(const world_state* world, int pe, std::string_view what) {
-  SYMM_THROW(errc::unsupported,
-             "PE {}: {} on PE {} was called from host code on the {} backend, whose symmetric heap is GPU memory; "
-             "host code reaches it through a one-thread kernel, but this translation unit was compiled without the "
-             "CUDA backend (SYMM_ENABLE_CUDA=0). Compile it with SYMM_ENABLE_CUDA=1, call it from device code (a "
-             "kernel), or use the host backend (SYMM_BACKEND=host)",
-             world->my_pe(), what, pe, to_string(world->kind()));
-}
-
 //! Throws errc::unsupported when host code cannot do atomics on the heap of `world`. On the host backend they are CPU
 //! atomics; on the cuda backend the heap is GPU memory, which a CPU thread cannot update atomically, so host code runs
 //! them in a one-thread kernel (detail/backend/cuda/host_atomics.hpp), which only a translation unit compiled with
 //! the CUDA backend (SYMM_ENABLE_CUDA=1) has: a program whose world was made elsewhere can reach this without it.
-inline void require_host_atomics(const world_state* world, int pe, std::string_view what) {
+inline void require_host_atomics(const world_interface* world, int pe, std::string_view what) {
   if (world->kind() == symm::backend::host) return;
   if (SYMM_CUDA_BACKEND() && heap_on_gpu(world->kind())) return;
   throw_no_host_atomics(world, pe, what);
@@ -79,18 +70,6 @@ inline bool in_gpu_memory(const world_state& world, const void* address) {
 #else
   return false;
 #endif
-}
-
-//! After a host-side write of `address` (in PE `pe`'s heap): wakes the threads asleep on it, if any. Only 4-byte words
-//! have sleepers; the fence pairs with the one in host_wait (see the header comment).
-template <class T>
-void wake_waiters(const world_state* world, int pe, const T* address) noexcept {
-  if constexpr (sizeof(T) == sizeof(std::uint32_t)) {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (atomic_at(world->control(pe).sleepers).load(std::memory_order_seq_cst) != 0) {
-      futex_wake_all(reinterpret_cast<std::uint32_t*>(const_cast<T*>(address)));
-    }
-  }
 }
 
 //! How often a host wait checks the other PEs' health.

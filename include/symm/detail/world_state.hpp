@@ -15,8 +15,10 @@
 #include <symm/detail/job_layout.hpp>
 #include <symm/detail/net_coordination.hpp>
 #include <symm/detail/peer_table.hpp>
+#include <symm/detail/world_interface.hpp>
 #if SYMM_CUDA_BACKEND()
 #  include <symm/detail/backend/cuda/cuda_heap.hpp>
+#  include <symm/detail/backend/cuda/host_atomics.hpp>
 #endif
 
 #include <algorithm>
@@ -39,27 +41,6 @@
 #include <vector>
 
 SYMM_BEGIN_NAMESPACE
-
-//! Where the symmetric heap lives and which machinery moves data.
-enum class backend {
-  host,    //!< host memory shared between processes (memfd); CPU only
-  cuda,    //!< GPU memory over CUDA VMM/IPC; device code and stream-ordered host operations
-  nvshmem, //!< GPU memory from NVSHMEM: mapped peers as on cuda, other peers (other nodes) through NVSHMEM RMA
-};
-
-constexpr std::string_view to_string(backend b) noexcept {
-  switch (b) {
-    case backend::host: return "host";
-    case backend::cuda: return "cuda";
-    case backend::nvshmem: return "nvshmem";
-  }
-  return "?";
-}
-
-//! Whether the backend's heap is GPU memory (cuda, nvshmem): what host code cannot load from or store to itself.
-constexpr bool heap_on_gpu(backend b) noexcept {
-  return b != backend::host;
-}
 
 //! How to start a world. Every field has a default; environment variables override the defaults, not explicit values.
 //! Each default is a member initializer, so designated initializers may name any subset of the fields
@@ -202,7 +183,8 @@ inline void require_same_build_and_tuning(bootstrap& boot, int me, const collect
   }
 }
 
-class world_state {
+//! A live world (symm::world holds it in a shared_ptr; views point at it through world_interface).
+class world_state final : public world_interface {
 public:
   explicit world_state(const world_options& options) : job_(job_from_environment()) {
     kind_ = choose_backend(options);
@@ -361,16 +343,16 @@ public:
     }
   }
 
-  [[nodiscard]] int my_pe() const noexcept {
+  [[nodiscard]] int my_pe() const noexcept override {
     return job_.pe;
   }
-  [[nodiscard]] int n_pes() const noexcept {
+  [[nodiscard]] int n_pes() const noexcept override {
     return job_.n_pes;
   }
   [[nodiscard]] const job_info& job() const noexcept {
     return job_;
   }
-  [[nodiscard]] symm::backend kind() const noexcept {
+  [[nodiscard]] symm::backend kind() const noexcept override {
     return kind_;
   }
   [[nodiscard]] bool alive() const noexcept {
@@ -597,7 +579,7 @@ public:
   }
 
   //! Blocking copy between any two addresses this PE can reach (local or peer heap, or private memory).
-  void copy(void* dst, const void* src, std::size_t bytes) {
+  void copy(void* dst, const void* src, std::size_t bytes) override {
     if (bytes == 0) return;
 #if SYMM_CUDA_BACKEND()
     if (cuda_) return cuda_->copy(dst, src, bytes);
@@ -606,12 +588,41 @@ public:
   }
 
   //! Non-blocking copy; the completion turns ready when the bytes are in place.
-  std::shared_ptr<completion> copy_async(void* dst, const void* src, std::size_t bytes) {
+  std::shared_ptr<completion> copy_async(void* dst, const void* src, std::size_t bytes) override {
 #if SYMM_CUDA_BACKEND()
     if (cuda_) return cuda_->copy_async(dst, src, bytes);
 #endif
     if (!engine_) engine_ = std::make_unique<copy_engine>();
     return engine_->submit(dst, src, bytes);
+  }
+
+  stream_state copy_on_stream(void* stream, void* dst, const void* src, std::size_t bytes, const char* what) override {
+#if SYMM_CUDA_BACKEND()
+    if (cuda_) return cuda_->copy_on(static_cast<cudaStream_t>(stream), dst, src, bytes, what);
+#endif
+    (void) stream, (void) dst, (void) src, (void) bytes;
+    SYMM_THROW(errc::unsupported, "PE {}: {} orders work on a CUDA stream, but this world uses the {} backend", my_pe(),
+               what, to_string(kind_));
+  }
+
+  //! Wakes the host threads asleep on the 4-byte word `word` of PE pe's heap, if its control page counts any: the fence
+  //! pairs with the one in host_wait (detail/host_wait.hpp has the protocol).
+  void wake_word_waiters(int pe, const void* word) const noexcept override {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (atomic_at(control(pe).sleepers).load(std::memory_order_seq_cst) != 0) {
+      futex_wake_all(static_cast<std::uint32_t*>(const_cast<void*>(word)));
+    }
+  }
+
+  std::uint64_t host_atomic(const void* address, atomic_type_code type, atomic_op op, std::uint64_t operand,
+                            std::uint64_t expected) override {
+#if SYMM_CUDA_BACKEND()
+    if (cuda_) return run_host_atomic(*cuda_, my_pe(), address, type, op, operand, expected);
+#endif
+    (void) address, (void) type, (void) op, (void) operand, (void) expected;
+    SYMM_THROW(errc::unsupported,
+               "PE {}: a host-side atomic through the GPU on the {} backend, whose heap is host memory", my_pe(),
+               to_string(kind_));
   }
 
   //! Completes every operation this PE started. `what` names the symm call, for errors.
@@ -887,6 +898,14 @@ private:
   // Last, so that it stops before anything it reads (the liveness check) or writes (cuda_'s failure word) goes away.
   std::unique_ptr<failure_monitor> monitor_;
 };
+
+//! The runtime behind a view's world pointer (array_ref::world(), pe_span::world()): every world_interface is one.
+inline world_state* state_of(world_interface* world) noexcept {
+  return static_cast<world_state*>(world);
+}
+inline const world_state* state_of(const world_interface* world) noexcept {
+  return static_cast<const world_state*>(world);
+}
 
 //! The world the calling thread made most recently and has not destroyed: what host free functions without a world
 //! argument (barrier_all, quiet) act on.

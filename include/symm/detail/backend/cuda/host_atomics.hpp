@@ -1,6 +1,7 @@
 // symm/detail/backend/cuda/host_atomics.hpp: pe_ref's atomics called from host code. On the host backend they are CPU
 // atomics on the shared mapping (pe_ref.hpp does those itself); on the CUDA backend the heap is GPU memory, which a CPU
-// thread cannot load, store or update atomically.
+// thread cannot load, store or update atomically. pe_ref reaches run_host_atomic through the world's interface
+// (detail/world_interface.hpp: world_state::host_atomic), so this header needs the CUDA heap, not the world.
 //
 // Loads and stores need no kernel: a load is a small copy and a store a stream write (cuStreamWriteValue32/64, fenced
 // before the store), both on the world's stream. Neither needs a free SM, so they go through while kernels fill the GPU
@@ -22,51 +23,57 @@
 
 #include <symm/detail/atomic_codes.hpp>
 #include <symm/detail/config.hpp>
-#include <symm/detail/host_wait.hpp>
-#include <symm/detail/world_state.hpp>
-#include <symm/error.hpp>
 
 #include <cstdint>
-#include <cstring>
-#include <string_view>
-#include <type_traits>
 
 #if SYMM_CUDA_BACKEND()
 #  include <symm/detail/backend/cuda/check.hpp>
+#  include <symm/detail/backend/cuda/cuda_heap.hpp>
 #  include <symm/detail/backend/cuda/driver.hpp>
 #  include <symm/detail/backend/cuda/host_atomics_kernels.hpp>
-#  include <symm/detail/backend/cuda/host_atomics_wait.hpp>
 #  include <symm/detail/backend/cuda/stream_write.hpp>
 #  include <symm/detail/backend/nvshmem/host_rma_atomics.hpp>
 
 #  include <cuda.h>
 #  include <cuda_runtime_api.h>
-#endif
+
+#  include <cstring>
+#  include <type_traits>
 
 SYMM_BEGIN_NAMESPACE
 namespace detail {
 
-#if SYMM_CUDA_BACKEND()
+//! The word now, copied after the heap stream's earlier work; acquire order with respect to the GPU's writes.
+template <class T>
+std::remove_cv_t<T> read_gpu_word(cuda_heap& heap, const T* word) {
+  static_assert(sizeof(T) <= sizeof(std::uint64_t));
+  unsigned long long* bounce = &thread_host_side_words().result; // pinned: a faster copy than into pageable memory
+  SYMM_TRY_CUDA(cudaMemcpyAsync(bounce, word, sizeof(T), cudaMemcpyDeviceToHost, heap.stream()));
+  SYMM_TRY_CUDA(cudaStreamSynchronize(heap.stream()));
+  std::remove_cv_t<T> value;
+  std::memcpy(&value, bounce, sizeof(T));
+  return value;
+}
 
-//! Runs `op` on the element of type `type` at `address` (as this PE maps it): a copy, a stream write or the kernel;
+//! Runs `op` on the element of type `type` at `address` (as PE `my_pe` maps it): a copy, a stream write or the kernel;
 //! returns the old value's bits (the value for a load, 0 for a store). Complete when it returns.
-inline std::uint64_t run_host_atomic(world_state& world, const void* address, atomic_type_code type, atomic_op op,
-                                     std::uint64_t operand, std::uint64_t expected) {
-  cuda_heap& heap = *world.cuda();
+inline std::uint64_t
+run_host_atomic(cuda_heap& heap, [[maybe_unused]] int my_pe, const void* address, atomic_type_code type, atomic_op op,
+                std::uint64_t operand, std::uint64_t expected) {
   context_scope on(heap.device());
   unsigned long long* result = &thread_host_side_words().result;
   *result = 0;
 #  if SYMM_NVSHMEM_BACKEND()
   if (is_rma_address(address)) { // a peer reached through NVSHMEM RMA: NVSHMEM's atomics, not symm's PTX kernel
-    return run_rma_host_atomic(heap.stream(), world.my_pe(), address, type, op, operand, expected, result);
+    return run_rma_host_atomic(heap.stream(), my_pe, address, type, op, operand, expected, result);
   }
 #  endif
   const cudaStream_t stream = heap.stream();
   const bool four_bytes =
       type == atomic_type_code::i32 || type == atomic_type_code::u32 || type == atomic_type_code::f32;
   if (op == atomic_op::load) { // a copy (see the header comment)
-    if (four_bytes) return read_gpu_word(world, static_cast<const std::uint32_t*>(address));
-    return read_gpu_word(world, static_cast<const std::uint64_t*>(address));
+    if (four_bytes) return read_gpu_word(heap, static_cast<const std::uint32_t*>(address));
+    return read_gpu_word(heap, static_cast<const std::uint64_t*>(address));
   }
   if (op == atomic_op::store) { // a stream write
     void* target = const_cast<void*>(address);
@@ -86,47 +93,7 @@ inline std::uint64_t run_host_atomic(world_state& world, const void* address, at
   return *result;
 }
 
-//! A fetching or non-fetching atomic (not compare_exchange) from host code on the CUDA backend; returns the old value.
-template <class T>
-T cuda_host_atomic(world_state& world, const T* address, atomic_op op, T operand) {
-  return atomic_from_bits<T>(
-      run_host_atomic(world, address, atomic_type_code_of<T>(), op, atomic_bits(operand), std::uint64_t{0}));
-}
-
-//! compare_exchange from host code on the CUDA backend, with std::atomic's contract: stores `desired` and returns true
-//! when the value equals `expected` bitwise, otherwise writes the value seen into `expected` and returns false.
-template <class T>
-bool cuda_host_compare_exchange(world_state& world, T* address, T& expected, T desired) {
-  const std::uint64_t want = atomic_bits(expected);
-  const std::uint64_t seen = run_host_atomic(
-      world, address, atomic_type_code_of<T>(), atomic_op::compare_exchange, atomic_bits(desired), want);
-  if (seen == want) return true;
-  expected = atomic_from_bits<T>(seen);
-  return false;
-}
-
-#endif // SYMM_CUDA_BACKEND()
-
-//! An atomic from host code on a backend whose heap the CPU cannot reach with atomics of its own: the CUDA backend's
-//! kernel when this translation unit has it, otherwise errc::unsupported (require_host_atomics says what to do).
-template <class T>
-T host_side_atomic(world_state* world, int pe, const T* address, atomic_op op, T operand, std::string_view what) {
-#if SYMM_CUDA_BACKEND()
-  if (heap_on_gpu(world->kind())) return cuda_host_atomic<T>(*world, address, op, operand);
-#endif
-  // Only called for a world whose heap the CPU cannot reach: without the CUDA backend in this translation unit, that
-  // is an error, never a silent return.
-  (void) address, (void) op, (void) operand;
-  throw_no_host_atomics(world, pe, what);
-}
-template <class T>
-bool host_side_compare_exchange(world_state* world, int pe, T* address, T& expected, T desired, std::string_view what) {
-#if SYMM_CUDA_BACKEND()
-  if (heap_on_gpu(world->kind())) return cuda_host_compare_exchange<T>(*world, address, expected, desired);
-#endif
-  (void) address, (void) expected, (void) desired;
-  throw_no_host_atomics(world, pe, what);
-}
-
 } // namespace detail
 SYMM_END_NAMESPACE
+
+#endif // SYMM_CUDA_BACKEND()

@@ -26,6 +26,7 @@
 #if SYMM_CUDA_BACKEND()
 #  include <symm/detail/backend/cuda/check.hpp>
 #  include <symm/detail/backend/cuda/cuda_heap.hpp>
+#  include <symm/detail/backend/cuda/host_atomics.hpp>
 #  include <symm/detail/backend/cuda/host_atomics_kernels.hpp>
 
 #  include <cuda/std/span>
@@ -46,14 +47,7 @@ namespace detail {
 //! The word now, copied after the world stream's earlier work; acquire order with respect to the GPU's writes.
 template <class T>
 std::remove_cv_t<T> read_gpu_word(const world_state& world, const T* word) {
-  static_assert(sizeof(T) <= sizeof(std::uint64_t));
-  cuda_heap& heap = *world.cuda();
-  unsigned long long* bounce = &thread_host_side_words().result; // pinned: a faster copy than into pageable memory
-  SYMM_TRY_CUDA(cudaMemcpyAsync(bounce, word, sizeof(T), cudaMemcpyDeviceToHost, heap.stream()));
-  SYMM_TRY_CUDA(cudaStreamSynchronize(heap.stream()));
-  std::remove_cv_t<T> value;
-  std::memcpy(&value, bounce, sizeof(T));
-  return value;
+  return read_gpu_word(*world.cuda(), word);
 }
 
 //! `n` words now, into `out`.

@@ -1,0 +1,127 @@
+// symm/detail/world_interface.hpp: what the device views (array_ref, pe_span, pe_ref) reach their world through in
+// host code. The views carry a pointer to it into kernels, where it is never followed; host code calls the few world
+// operations they need (a copy, a host-side atomic, a wake-up) through this abstract class, which the runtime
+// (detail::world_state) implements. So a translation unit with views and kernels only does not parse the runtime's
+// bootstrap, heaps and coordination (detail/world_state.hpp): a kernel file compiles in a fraction of the time.
+//
+// Virtual calls cost nothing next to what they start (a cudaMemcpy, a kernel launch, a system call). The interface is
+// the same in every configuration (a stream travels as void*), so translation units built with and without the CUDA
+// backend agree on its layout.
+#pragma once
+
+#include <symm/detail/atomic_codes.hpp>
+#include <symm/detail/completion.hpp>
+#include <symm/detail/config.hpp>
+#include <symm/error.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+SYMM_BEGIN_NAMESPACE
+
+//! Where the symmetric heap lives and which machinery moves data.
+enum class backend {
+  host,    //!< host memory shared between processes (memfd); CPU only
+  cuda,    //!< GPU memory over CUDA VMM/IPC; device code and stream-ordered host operations
+  nvshmem, //!< GPU memory from NVSHMEM: mapped peers as on cuda, other peers (other nodes) through NVSHMEM RMA
+};
+
+constexpr std::string_view to_string(backend b) noexcept {
+  switch (b) {
+    case backend::host: return "host";
+    case backend::cuda: return "cuda";
+    case backend::nvshmem: return "nvshmem";
+  }
+  return "?";
+}
+
+//! Whether the backend's heap is GPU memory (cuda, nvshmem): what host code cannot load from or store to itself.
+constexpr bool heap_on_gpu(backend b) noexcept {
+  return b != backend::host;
+}
+
+namespace detail {
+
+//! A live world as the views' host code sees it. Implemented by world_state; never destroyed through this class.
+class world_interface {
+public:
+  [[nodiscard]] virtual int my_pe() const noexcept = 0;
+  [[nodiscard]] virtual int n_pes() const noexcept = 0;
+  [[nodiscard]] virtual symm::backend kind() const noexcept = 0;
+
+  //! Blocking copy between any two addresses this PE can reach (local or peer heap, or private memory).
+  virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
+  //! Non-blocking copy; the completion turns ready when the bytes are in place.
+  virtual std::shared_ptr<completion> copy_async(void* dst, const void* src, std::size_t bytes) = 0;
+  //! A copy ordered on `stream` (a cudaStream_t) on the CUDA backend; `what` names the symm call, for errors.
+  virtual stream_state copy_on_stream(void* stream, void* dst, const void* src, std::size_t bytes,
+                                      const char* what) = 0;
+
+  //! After a host-side write of the 4-byte word at `word` (in PE `pe`'s heap): wakes the host threads asleep on it.
+  virtual void wake_word_waiters(int pe, const void* word) const noexcept = 0;
+
+  //! An atomic from host code on a heap in GPU memory (detail/backend/cuda/host_atomics.hpp): `op` on the element of
+  //! type `type` at `address` (as this PE maps it), complete on return; returns the old value's bits.
+  virtual std::uint64_t host_atomic(const void* address, atomic_type_code type, atomic_op op, std::uint64_t operand,
+                                    std::uint64_t expected) = 0;
+
+protected:
+  world_interface() = default;
+  world_interface(const world_interface&) = default;
+  world_interface& operator=(const world_interface&) = default;
+  ~world_interface() = default;
+};
+
+//! After a host-side write of `*address` (in PE `pe`'s heap): wakes the threads asleep on it, if any. Only 4-byte words
+//! have sleepers (detail/host_wait.hpp).
+template <class T>
+void wake_waiters(const world_interface* world, int pe, const T* address) noexcept {
+  if constexpr (sizeof(T) == sizeof(std::uint32_t)) world->wake_word_waiters(pe, address);
+}
+
+//! The error of require_host_atomics: host code reached a heap it has no atomics for.
+[[noreturn]] inline void throw_no_host_atomics(const world_interface* world, int pe, std::string_view what) {
+  SYMM_THROW(errc::unsupported,
+             "PE {}: {} on PE {} was called from host code on the {} backend, whose symmetric heap is GPU memory; "
+             "host code reaches it through a one-thread kernel, but this translation unit was compiled without the "
+             "CUDA backend (SYMM_ENABLE_CUDA=0). Compile it with SYMM_ENABLE_CUDA=1, call it from device code (a "
+             "kernel), or use the host backend (SYMM_BACKEND=host)",
+             world->my_pe(), what, pe, to_string(world->kind()));
+}
+
+//! An atomic from host code on a world whose heap the CPU cannot reach with atomics of its own: the CUDA backend's
+//! kernel when this translation unit has it, otherwise errc::unsupported (require_host_atomics says what to do).
+template <class T>
+T host_side_atomic(world_interface* world, int pe, const T* address, atomic_op op, T operand, std::string_view what) {
+#if SYMM_CUDA_BACKEND()
+  (void) pe, (void) what;
+  return atomic_from_bits<T>(world->host_atomic(address, atomic_type_code_of<T>(), op, atomic_bits(operand), 0));
+#else
+  (void) address, (void) op, (void) operand;
+  throw_no_host_atomics(world, pe, what);
+#endif
+}
+
+//! compare_exchange from host code, with std::atomic's contract: stores `desired` and returns true when the value
+//! equals `expected` bitwise, otherwise writes the value seen into `expected` and returns false.
+template <class T>
+bool host_side_compare_exchange(world_interface* world, int pe, T* address, T& expected, T desired,
+                                std::string_view what) {
+#if SYMM_CUDA_BACKEND()
+  (void) pe, (void) what;
+  const std::uint64_t want = atomic_bits(expected);
+  const std::uint64_t seen =
+      world->host_atomic(address, atomic_type_code_of<T>(), atomic_op::compare_exchange, atomic_bits(desired), want);
+  if (seen == want) return true;
+  expected = atomic_from_bits<T>(seen);
+  return false;
+#else
+  (void) address, (void) expected, (void) desired;
+  throw_no_host_atomics(world, pe, what);
+#endif
+}
+
+} // namespace detail
+SYMM_END_NAMESPACE
