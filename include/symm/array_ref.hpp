@@ -36,8 +36,9 @@ public:
   static constexpr std::size_t extent = Extent;
 
   array_ref() = default;
-  SYMM_HOST_DEVICE array_ref(detail::world_interface* world, std::byte* const* host_peers, std::byte* const* device_peers,
-                             std::size_t offset, std::size_t size, int my_pe, int n_pes) noexcept
+  SYMM_HOST_DEVICE
+  array_ref(detail::world_interface* world, std::byte* const* host_peers, std::byte* const* device_peers,
+            std::size_t offset, std::size_t size, int my_pe, int n_pes) noexcept
       : world_(world), host_peers_(host_peers), device_peers_(device_peers), offset_(offset), size_(size),
         my_pe_(my_pe), n_pes_(n_pes) {
     local_ = reinterpret_cast<T*>(host_peers[my_pe] + offset);

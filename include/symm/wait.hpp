@@ -265,7 +265,11 @@ wait_until(const scalar_ref<T>& word, cmp c, std::type_identity_t<std::remove_cv
                  return detail::device_wait_word(word.local(), c, value, "symm::wait_until", word.element().my_pe(),
                                                  detail::heap_base_of(&word.local(), word.element().offset()));
                }),
-               (return wait_until(word.local(), c, value);))
+               ({
+                 detail::require_wait_word<T>();
+                 return detail::host_wait_until(*detail::state_of(word.element().world()), word.element().my_pe(),
+                                                &word.local(), c, value, "symm::wait_until");
+               }))
 }
 template <class T>
 std::remove_cv_t<T> wait_until(const scalar<T>& word, cmp c, std::type_identity_t<T> value) {
@@ -316,7 +320,12 @@ template <class T, detail::wait_duration Duration>
                  return detail::device_wait_word_for(word.local(), c, value, detail::timeout_ns(timeout),
                                                      detail::heap_base_of(&word.local(), word.element().offset()));
                }),
-               (return wait_until_for(word.local(), c, value, timeout);))
+               ({
+                 detail::require_wait_word<T>();
+                 return detail::host_wait_until_for(
+                     *detail::state_of(word.element().world()), word.element().my_pe(), &word.local(), c, value,
+                     detail::timeout_ns(timeout), "symm::wait_until_for");
+               }))
 }
 template <class T, detail::wait_duration Duration>
 [[nodiscard]] wait_result<std::remove_cv_t<T>>
@@ -340,7 +349,11 @@ template <class T>
 template <class T>
 [[nodiscard]] SYMM_HOST_DEVICE bool
 test(const scalar_ref<T>& word, cmp c, std::type_identity_t<std::remove_cv_t<T>> value) {
-  return test(word.local(), c, value);
+  detail::require_wait_word<T>();
+  NV_IF_TARGET(
+      NV_IS_HOST,
+      (return compare(detail::host_acquire_load(*detail::state_of(word.element().world()), &word.local()), c, value);),
+      (return compare(detail::acquire_load(&word.local()), c, value);))
 }
 template <class T>
 [[nodiscard]] bool test(const scalar<T>& word, cmp c, std::type_identity_t<T> value) {

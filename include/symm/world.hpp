@@ -82,7 +82,7 @@ inline std::optional<std::pair<int, int>> read_global_exit(const std::string& jo
 //! \endcode
 [[noreturn]] inline void global_exit(int code) noexcept {
   try {
-    detail::world_state* world = detail::current_world;
+    detail::world_state* world = detail::find_current_world();
     int pe = -1;
     std::string job_dir;
     if (world != nullptr) {
@@ -133,6 +133,7 @@ public:
       : state_(std::make_shared<detail::world_state>(options)),
         world_team_(std::make_shared<detail::team_state>(state_)), previous_(detail::current_world),
         uncaught_(std::uncaught_exceptions()) {
+    detail::live_worlds::add(state_.get());
     detail::current_world = state_.get();
   }
 
@@ -142,6 +143,7 @@ public:
   world& operator=(world&&) = delete;
 
   ~world() {
+    detail::live_worlds::remove(state_.get()); // first: no other thread of this PE finds a world that is finalizing
     std::optional<error> failed = state_->finalize(std::uncaught_exceptions() > uncaught_);
     if (detail::current_world == state_.get()) detail::current_world = previous_;
     if (failed) detail::end_pe_after_failed_finalize(*failed);

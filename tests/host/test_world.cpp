@@ -135,8 +135,69 @@ TEST_CASE("tagged peer addresses (the nvshmem backend's RMA peers) keep the loca
 }
 
 TEST_CASE("operations without a world are refused", "[world][errors]") {
-  REQUIRE_THROWS_WITH(symm::barrier_all(), symm_test::contains_substring("no symm::world alive"));
-  REQUIRE_THROWS_WITH(symm::quiet(), symm_test::contains_substring("no symm::world alive"));
+  REQUIRE_THROWS_WITH(symm::barrier_all(), symm_test::contains_substring("no symm::world alive in this process"));
+  REQUIRE_THROWS_WITH(symm::quiet(), symm_test::contains_substring("no symm::world alive in this process"));
+}
+
+namespace {
+//! Four std::threads of each PE (threads that made no world) put into the right neighbour (p for one half, put_nbi for
+//! the other), count themselves there with an atomic, and wait on their own PE's count: every operation a PE's other
+//! threads may call (docs/api.md, Threads). `one_world_per_process`: the PEs are processes, so the free functions
+//! without a world argument (quiet) find the process's world; as threads of one process they cannot tell which PE
+//! calls, and say so.
+void threads_of_a_pe(symm::world& world, bool one_world_per_process) {
+  constexpr int threads = 4, per_thread = 64, half = per_thread / 2;
+  const int me = world.my_pe(), n = world.n_pes(), right = (me + 1) % n, left = (me + n - 1) % n;
+  auto value = [](int pe, int t, int i) { return std::uint64_t(pe) << 32 | std::uint64_t(t) << 16 | std::uint64_t(i); };
+  symm::array<std::uint64_t> slots(world, threads * per_thread, {.zeroed = true});
+  symm::scalar<std::uint64_t> arrived(world, {.zeroed = true});
+  std::vector<std::string> errors(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      try {
+        auto there = symm::remote(slots, right).subspan(std::size_t(t) * per_thread, per_thread);
+        for (int i = 0; i < half; ++i)
+          there[std::size_t(i)] = value(me, t, i);
+        std::vector<std::uint64_t> rest(half);
+        for (int i = 0; i < half; ++i)
+          rest[std::size_t(i)] = value(me, t, half + i);
+        auto pending = symm::put_nbi(there.subspan(half), rest);
+        if (one_world_per_process) {
+          symm::quiet(); // the process's world: completes this thread's put_nbi with the rest
+        } else {
+          pending.wait();
+          PE_REQUIRE_ERROR(symm::quiet(), symm::errc::not_initialized, "from a thread that made no symm::world",
+                           "holds 2 worlds");
+        }
+        symm::remote(arrived, right).fetch_add(1);
+        PE_REQUIRE_EQ(symm::wait_until(arrived, symm::cmp::eq, threads), std::uint64_t{threads});
+        PE_REQUIRE(symm::test(arrived, symm::cmp::eq, threads));
+      } catch (const std::exception& e) {
+        errors[std::size_t(t)] = e.what();
+      }
+    });
+  }
+  for (auto& thread : pool)
+    thread.join();
+  for (const auto& error : errors)
+    if (!error.empty()) throw std::runtime_error(error);
+  // Every thread of the left PE counted itself in `arrived` after its puts were complete.
+  std::vector<std::uint64_t> got(slots.size());
+  std::copy(slots.local().begin(), slots.local().end(), got.begin());
+  for (int t = 0; t < threads; ++t)
+    for (int i = 0; i < per_thread; ++i)
+      PE_REQUIRE_EQ(got[std::size_t(t * per_thread + i)], value(left, t, i));
+  world.barrier();
+}
+} // namespace
+
+TEST_CASE("threads of a PE put, update atomics, wait and quiet through their process's world", "[world][threads]") {
+  const symm::world_options options{.backend = symm::backend::host, .heap_size = std::size_t{16} << 20};
+  REQUIRE_NOTHROW(symm::launch(2, [](symm::world& world) { threads_of_a_pe(world, true); },
+                               {.mode = symm::launch_mode::processes, .world = options}));
+  REQUIRE_NOTHROW(symm::launch(2, [](symm::world& world) { threads_of_a_pe(world, false); },
+                               {.mode = symm::launch_mode::threads, .world = options}));
 }
 
 TEST_CASE("barrier_scope: writes made before the scope ends are visible on every PE after it", "[world][barrier]") {

@@ -56,8 +56,7 @@ public:
   //! Non-blocking copy; the completion turns ready when the bytes are in place.
   virtual std::shared_ptr<completion> copy_async(void* dst, const void* src, std::size_t bytes) = 0;
   //! A copy ordered on `stream` (a cudaStream_t) on the CUDA backend; `what` names the symm call, for errors.
-  virtual stream_state copy_on_stream(void* stream, void* dst, const void* src, std::size_t bytes,
-                                      const char* what) = 0;
+  virtual stream_state copy_on_stream(void* stream, void* dst, const void* src, std::size_t bytes, const char* what) = 0;
 
   //! After a host-side write of the 4-byte word at `word` (in PE `pe`'s heap): wakes the host threads asleep on it.
   virtual void wake_word_waiters(int pe, const void* word) const noexcept = 0;

@@ -592,7 +592,9 @@ public:
 #if SYMM_CUDA_BACKEND()
     if (cuda_) return cuda_->copy_async(dst, src, bytes);
 #endif
-    if (!engine_) engine_ = std::make_unique<copy_engine>();
+    if (!engine_) {
+      SYMM_THROW(errc::finalized, "PE {}: a non-blocking copy of {} bytes after the world's finalize", my_pe(), bytes);
+    }
     return engine_->submit(dst, src, bytes);
   }
 
@@ -891,7 +893,9 @@ private:
   std::chrono::milliseconds barrier_bound_{0};
   bool releasing_while_unwinding_ = false; // set by release_collectively around a release made while unwinding
   bool alive_ = true;
-  std::unique_ptr<copy_engine> engine_;
+  // Made with the world, not at the first put_nbi, so that any thread of the PE may start one (docs/api.md, Threads);
+  // its worker thread starts with the first copy. Reset by finalize.
+  std::unique_ptr<copy_engine> engine_ = std::make_unique<copy_engine>();
 #if SYMM_CUDA_BACKEND()
   std::unique_ptr<cuda_heap> cuda_;
 #endif
@@ -908,17 +912,62 @@ inline const world_state* state_of(const world_interface* world) noexcept {
 }
 
 //! The world the calling thread made most recently and has not destroyed: what host free functions without a world
-//! argument (barrier_all, quiet) act on.
+//! argument (barrier_all, quiet, wait_until) act on when called from that thread.
 inline thread_local world_state* current_world = nullptr;
 
+//! Every live world of this process, so that a thread that made none (a std::thread of a PE) finds its PE's world.
+//! A process holds one world, except under symm::launch in threads mode, where each PE thread holds its own.
+class live_worlds {
+public:
+  static void add(world_state* world) {
+    std::lock_guard lock(mutex());
+    list().push_back(world);
+  }
+  static void remove(world_state* world) noexcept {
+    std::lock_guard lock(mutex());
+    std::erase(list(), world);
+  }
+  //! The only live world, or null: none, or several (then `count` says how many).
+  static world_state* only(std::size_t& count) noexcept {
+    std::lock_guard lock(mutex());
+    count = list().size();
+    return count == 1 ? list().front() : nullptr;
+  }
+
+private:
+  static std::mutex& mutex() noexcept {
+    static std::mutex m;
+    return m;
+  }
+  static std::vector<world_state*>& list() noexcept {
+    static std::vector<world_state*> worlds;
+    return worlds;
+  }
+};
+
+//! The world a free function acts on: the calling thread's, else the process's only one; null when there is none (or
+//! several, and this thread made none of them: symm cannot tell which PE is calling).
+inline world_state* find_current_world() noexcept {
+  if (current_world != nullptr) return current_world;
+  std::size_t count = 0;
+  return live_worlds::only(count);
+}
+
 inline world_state& require_current_world(std::string_view what) {
-  if (current_world == nullptr) {
+  if (current_world != nullptr) return *current_world;
+  std::size_t count = 0;
+  if (world_state* only = live_worlds::only(count)) return *only;
+  if (count == 0) {
     SYMM_THROW(errc::not_initialized,
-               "{} was called with no symm::world alive on this thread; construct a "
+               "{} was called with no symm::world alive in this process; construct a "
                "symm::world first (or run inside symm::launch)",
                what);
   }
-  return *current_world;
+  SYMM_THROW(errc::not_initialized,
+             "{} was called from a thread that made no symm::world, and this process holds {} worlds (symm::launch in "
+             "threads mode makes one per PE), so symm cannot tell which PE is calling; call it from a PE's own thread, "
+             "or use that world's members (world.quiet(), world.barrier())",
+             what, count);
 }
 
 } // namespace detail
