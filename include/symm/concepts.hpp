@@ -68,3 +68,12 @@ inline constexpr bool extents_conflict = A != dynamic_extent&& B != dynamic_exte
 } // namespace detail
 
 SYMM_END_NAMESPACE
+
+//! cuda::std::span is a view: a span made from one, even from a temporary, points into the same elements. libcu++ says
+//! so to cuda::std::ranges only; saying it to std::ranges as well lets a std::span take `array.local()` (a
+//! cuda::std::span returned by value) as it takes a std::span: `std::span<float> mine = a.local();`. Allowed:
+//! enable_borrowed_range is meant to be specialised for types outside the standard library.
+namespace std::ranges {
+template <class T, std::size_t Extent>
+inline constexpr bool enable_borrowed_range<cuda::std::span<T, Extent>> = true;
+} // namespace std::ranges

@@ -5,6 +5,8 @@
 #include <array>
 #include <complex>
 #include <cstdint>
+#include <ranges>
+#include <span>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -311,6 +313,26 @@ TEST_CASE("remote(x, pe).data(): the peer's elements as a plain pointer where th
     const int left = (me + n - 1) % n;
     PE_REQUIRE_EQ(a.local()[static_cast<std::size_t>(left)], left + 10);
     PE_REQUIRE_EQ(symm::remote(a, left).data()[me], 0); // PE left's element me: nobody wrote it (3 PEs)
+    world.barrier();
+  }));
+}
+
+TEST_CASE("local() converts to std::span, straight from the call", "[rma][std]") {
+  // cuda::std::span is a borrowed range to std::ranges too (symm/concepts.hpp), so a std::span takes the temporary.
+  STATIC_REQUIRE(std::ranges::borrowed_range<cuda::std::span<int>>);
+  STATIC_REQUIRE(std::is_convertible_v<cuda::std::span<int>, std::span<int>>);
+  STATIC_REQUIRE(std::is_convertible_v<cuda::std::span<int>, std::span<const int>>);
+  STATIC_REQUIRE_FALSE(std::is_convertible_v<cuda::std::span<const int>, std::span<int>>);
+  REQUIRE_NOTHROW(on_pes(2, [](symm::world& world) {
+    const int me = world.my_pe(), right = (me + 1) % world.n_pes();
+    symm::array<int> a(world, 8);
+    std::span<int> mine = a.local();
+    std::span<int> through_ref = a.ref().local();
+    PE_REQUIRE(mine.data() == a.local().data() && mine.size() == 8 && through_ref.data() == mine.data());
+    std::fill(mine.begin(), mine.end(), me + 10);
+    world.barrier();
+    std::vector<int> got = symm::remote(a, right);
+    PE_REQUIRE(std::ranges::all_of(got, [&](int v) { return v == right + 10; }));
     world.barrier();
   }));
 }
