@@ -1,6 +1,6 @@
 // symm/signal.hpp: signals — 64-bit symmetric words that say "your data has arrived" — and put_signal, which
 // delivers data and then updates the target's signal (OpenSHMEM's put_signal / signal_wait_until, NVSHMEM's
-// put_signal), in host and device code.
+// put_signal), and signal_update, the update alone (NVSHMEM's signal_op), in host and device code.
 //
 //   symm::array<float> buf(world, n);
 //   symm::signal ready(world);                                           // 0 on every PE
@@ -201,6 +201,22 @@ template <detail::count_integer PE>
 template <detail::count_integer PE>
 [[nodiscard]] pe_signal remote(const signal& sig, PE pe) {
   return remote(sig.ref(), pe);
+}
+
+//! A signal update without data (NVSHMEM's nvshmemx_signal_op, OpenSHMEM's shmem_signal_set / shmem_signal_add): `op`
+//! with `value` on PE sig.pe()'s signal, atomically at system scope, with release order: a PE that sees the update
+//! (signal_wait_until, signal_fetch) sees what the calling thread wrote before it, its completed puts among them
+//! (quiet() completes the non-blocking ones first). Several PEs may add into one signal. Host code: complete on return,
+//! on every backend (the CUDA backend: a stream write for set, a one-thread kernel for add, as pe_ref's atomics).
+//! Device code: the calling thread alone, like a pe_ref atomic.
+//! \code
+//!   symm::remote(flags, right)[i] = 1;                                          // a p, then
+//!   symm::signal_update(symm::remote(ready, right), 1, symm::signal_op::add);   // the signal that says so
+//! \endcode
+SYMM_HOST_DEVICE inline void signal_update(const pe_signal& sig, std::uint64_t value, signal_op op) {
+  const pe_ref<std::uint64_t> word(sig.address(), sig.pe(), sig.world());
+  if (op == signal_op::set) word.store(value, cuda::memory_order_release);
+  else word.add(value, cuda::memory_order_release);
 }
 
 namespace detail {

@@ -515,6 +515,18 @@ __global__ void ring_bcast_kernel(symm::array_ref<std::uint32_t> data, symm::sig
   psync.local() = 0;
 }
 
+//! signal_update in device code: a p into the right neighbour, then the signal that says so (set); the left
+//! neighbour's p is read once this PE's own signal has come; then every PE adds me + 1 into PE 0's count.
+__global__ void signal_update_kernel(symm::array_ref<std::uint64_t> box, symm::signal_ref ready, symm::signal_ref count,
+                                     int me, int n_pes, std::uint64_t* seen) {
+  const int right = (me + 1) % n_pes;
+  symm::remote(box, right)[0] = 1000 + static_cast<std::uint64_t>(me);
+  symm::signal_update(symm::remote(ready, right), 1, symm::signal_op::set);
+  (void) symm::signal_wait_until(ready, symm::cmp::eq, 1);
+  *seen = box.local()[0];
+  symm::signal_update(symm::remote(count, 0), static_cast<std::uint64_t>(me) + 1, symm::signal_op::add);
+}
+
 // ---- host code on the CUDA backend: atomics (symm's one-thread kernel) and waits on GPU memory ---------------------
 
 //! The model of device_model, run from host code: every atomic is a launch of symm's kernel on the world's stream.
@@ -898,6 +910,40 @@ TEST_CASE("NVSHMEM's ring broadcast: a PE writes and reads its own signal word, 
       symm::remote(psync.ref().word(), me)[0].store(mine);
       PE_REQUIRE_EQ(symm::signal_fetch(psync), mine);
       PE_REQUIRE_EQ(symm::signal_wait_until(psync, symm::cmp::eq, mine), mine);
+      world.barrier();
+    }));
+  }
+}
+
+TEST_CASE("signal_update without data: set after a p and add into one signal, in device and host code", "[gpu]["
+                                                                                                        "signal]") {
+  for (int n : {2, 4}) {
+    CAPTURE(n);
+    REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(n, [](symm::world& world) {
+      const int me = world.my_pe(), n_pes = world.n_pes(), left = (me + n_pes - 1) % n_pes;
+      symm::array<std::uint64_t> box(world, 1);
+      symm::signal ready(world), count(world);
+      pe_stream s;
+      std::uint64_t* seen = nullptr;
+      GPU_CHECK(cudaMallocHost(&seen, sizeof(std::uint64_t)));
+      *seen = 0;
+      signal_update_kernel<<<1, 1, 0, s.stream>>>(box, ready, count, me, n_pes, seen);
+      GPU_CHECK(cudaGetLastError());
+      GPU_CHECK(cudaStreamSynchronize(s.stream));
+      const std::uint64_t got = *seen;
+      GPU_CHECK(cudaFreeHost(seen));
+      PE_REQUIRE_EQ(got, 1000 + static_cast<std::uint64_t>(left));
+      const auto total = static_cast<std::uint64_t>(n_pes * (n_pes + 1) / 2);
+      if (me == 0) PE_REQUIRE_EQ(symm::signal_wait_until(count, symm::cmp::eq, total), total);
+      world.barrier();
+      // Host code on the GPU heap: set is a stream write, add symm's one-thread kernel.
+      symm::signal_update(symm::remote(ready, (me + 1) % n_pes), 5, symm::signal_op::set);
+      symm::signal_update(symm::remote(count, 0), 1, symm::signal_op::add);
+      PE_REQUIRE_EQ(symm::signal_wait_until(ready, symm::cmp::eq, 5), std::uint64_t{5});
+      if (me == 0) {
+        const auto more = total + static_cast<std::uint64_t>(n_pes);
+        PE_REQUIRE_EQ(symm::signal_wait_until(count, symm::cmp::eq, more), more);
+      }
       world.barrier();
     }));
   }

@@ -420,6 +420,31 @@ TEST_CASE("signals: several producers add into one signal; a signal_array gives 
   }));
 }
 
+TEST_CASE("signal_update: a signal without data, set after a p and added into by every PE", "[atomics][signal]") {
+  REQUIRE_NOTHROW(on_pes(4, [](symm::world& world) {
+    const int me = world.my_pe(), n = world.n_pes(), right = (me + 1) % n, left = (me + n - 1) % n;
+    symm::array<std::uint64_t> box(world, 1);
+    symm::signal ready(world), count(world);
+    for (std::uint64_t round = 1; round <= 50; ++round) {
+      // The p, then the signal: whoever sees the signal sees the p (release, then the wait's acquire).
+      symm::remote(box, right)[0] = payload(me, round, 0);
+      symm::signal_update(symm::remote(ready, right), round, symm::signal_op::set);
+      PE_REQUIRE_EQ(symm::signal_wait_until(ready, symm::cmp::eq, round), round);
+      PE_REQUIRE_EQ(box.local()[0], std::uint64_t{payload(left, round, 0)});
+      world.barrier(); // before the next round's p overwrites the box
+    }
+    // Every PE adds its number plus one into PE 0's count: 1 + 2 + ... + n.
+    symm::signal_update(symm::remote(count, 0), static_cast<std::uint64_t>(me) + 1, symm::signal_op::add);
+    const auto total = static_cast<std::uint64_t>(n * (n + 1) / 2);
+    if (me == 0) PE_REQUIRE_EQ(symm::signal_wait_until(count, symm::cmp::eq, total), total);
+    world.barrier();
+    PE_REQUIRE_EQ(symm::signal_fetch(count), me == 0 ? total : std::uint64_t{0});
+    PE_REQUIRE_ERROR(symm::signal_update(symm::remote(ready, n), 1, symm::signal_op::set), symm::errc::invalid_pe,
+                     "n_pes");
+    world.barrier();
+  }));
+}
+
 TEST_CASE("a PE writes and reads its own signal word in place, as NVSHMEM's ring broadcast does with *psync",
           "[atomics][signal]") {
   CAPTURE(symm_test::seed());
