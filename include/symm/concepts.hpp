@@ -72,8 +72,11 @@ SYMM_END_NAMESPACE
 //! cuda::std::span is a view: a span made from one, even from a temporary, points into the same elements. libcu++ says
 //! so to cuda::std::ranges only; saying it to std::ranges as well lets a std::span take `array.local()` (a
 //! cuda::std::span returned by value) as it takes a std::span: `std::span<float> mine = a.local();`. Allowed:
-//! enable_borrowed_range is meant to be specialised for types outside the standard library.
+//! enable_borrowed_range is meant to be specialised for types outside the standard library. A program that gets the
+//! same specialisation elsewhere (a later CCCL, another library) defines SYMM_NO_STD_BORROWED_CUDA_SPAN.
+#if !defined(SYMM_NO_STD_BORROWED_CUDA_SPAN)
 namespace std::ranges {
 template <class T, std::size_t Extent>
 inline constexpr bool enable_borrowed_range<cuda::std::span<T, Extent>> = true;
 } // namespace std::ranges
+#endif

@@ -166,6 +166,7 @@ void launch(int n_pes, Fn&& fn, const launch_options& options = {}) {
   if (options.mode == launch_mode::threads) {
     if (n_pes > 1) detail::request_hardware_queues_for_thread_pes();
     std::vector<std::exception_ptr> failures(static_cast<std::size_t>(n_pes));
+    const detail::live_worlds::thread_pes_running running; // no other thread can tell which PE's world is its own
     std::vector<std::thread> threads;
     for (int pe = 0; pe < n_pes; ++pe) {
       threads.emplace_back([&, pe] {

@@ -101,6 +101,12 @@ SYMM_HOST_DEVICE SYMM_FORCEINLINE bool included(cuda::std::span<const int> statu
 inline const world_state& host_wait_world(const char* what) {
   return require_current_world(what);
 }
+//! The same for a wait on a symmetric object: its own world, which must still be live.
+inline const world_state& host_wait_world(const world_interface* world, const char* what) {
+  const world_state& state = *state_of(world);
+  state.require_alive(what);
+  return state;
+}
 
 //! Host code: waits until `*word <c> value` and returns the value seen. `owner`: the PE whose heap holds the word (-1
 //! outside the heaps). GPU memory goes through the CUDA backend's waits, host memory through host_wait.
@@ -267,8 +273,8 @@ wait_until(const scalar_ref<T>& word, cmp c, std::type_identity_t<std::remove_cv
                }),
                ({
                  detail::require_wait_word<T>();
-                 return detail::host_wait_until(*detail::state_of(word.element().world()), word.element().my_pe(),
-                                                &word.local(), c, value, "symm::wait_until");
+                 return detail::host_wait_until(detail::host_wait_world(word.element().world(), "symm::wait_until"),
+                                                word.element().my_pe(), &word.local(), c, value, "symm::wait_until");
                }))
 }
 template <class T>
@@ -323,8 +329,8 @@ template <class T, detail::wait_duration Duration>
                ({
                  detail::require_wait_word<T>();
                  return detail::host_wait_until_for(
-                     *detail::state_of(word.element().world()), word.element().my_pe(), &word.local(), c, value,
-                     detail::timeout_ns(timeout), "symm::wait_until_for");
+                     detail::host_wait_world(word.element().world(), "symm::wait_until_for"), word.element().my_pe(),
+                     &word.local(), c, value, detail::timeout_ns(timeout), "symm::wait_until_for");
                }))
 }
 template <class T, detail::wait_duration Duration>
@@ -350,10 +356,11 @@ template <class T>
 [[nodiscard]] SYMM_HOST_DEVICE bool
 test(const scalar_ref<T>& word, cmp c, std::type_identity_t<std::remove_cv_t<T>> value) {
   detail::require_wait_word<T>();
-  NV_IF_TARGET(
-      NV_IS_HOST,
-      (return compare(detail::host_acquire_load(*detail::state_of(word.element().world()), &word.local()), c, value);),
-      (return compare(detail::acquire_load(&word.local()), c, value);))
+  NV_IF_TARGET(NV_IS_HOST,
+               (return compare(detail::host_acquire_load(detail::host_wait_world(word.element().world(), "symm::test"),
+                                                         &word.local()),
+                               c, value);),
+               (return compare(detail::acquire_load(&word.local()), c, value);))
 }
 template <class T>
 [[nodiscard]] bool test(const scalar<T>& word, cmp c, std::type_identity_t<T> value) {

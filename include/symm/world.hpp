@@ -133,7 +133,12 @@ public:
       : state_(std::make_shared<detail::world_state>(options)),
         world_team_(std::make_shared<detail::team_state>(state_)), previous_(detail::current_world),
         uncaught_(std::uncaught_exceptions()) {
-    detail::live_worlds::add(state_.get());
+    try {
+      detail::live_worlds::add(state_.get());
+    } catch (...) { // out of memory: leave as a world destroyed while unwinding does, so that the others do not wait
+      (void) state_->finalize(true);
+      throw;
+    }
     detail::current_world = state_.get();
   }
 
@@ -143,7 +148,7 @@ public:
   world& operator=(world&&) = delete;
 
   ~world() {
-    detail::live_worlds::remove(state_.get()); // first: no other thread of this PE finds a world that is finalizing
+    detail::live_worlds::remove(state_.get()); // first: no other thread looks it up from now on (docs/api.md, Threads)
     std::optional<error> failed = state_->finalize(std::uncaught_exceptions() > uncaught_);
     if (detail::current_world == state_.get()) detail::current_world = previous_;
     if (failed) detail::end_pe_after_failed_finalize(*failed);

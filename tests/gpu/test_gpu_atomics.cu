@@ -915,8 +915,9 @@ TEST_CASE("NVSHMEM's ring broadcast: a PE writes and reads its own signal word, 
   }
 }
 
-TEST_CASE("signal_update without data: set after a p and add into one signal, in device and host code", "[gpu]["
-                                                                                                        "signal]") {
+TEST_CASE("signal_update without data: set after a p and add into one signal, in device and host code",
+          "[gpu]["
+          "signal]") {
   for (int n : {2, 4}) {
     CAPTURE(n);
     REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(n, [](symm::world& world) {

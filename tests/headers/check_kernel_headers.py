@@ -3,7 +3,7 @@
 
     check_kernel_headers.py -- <compiler> <flags>...
 
-Preprocesses, with the given compiler and flags (g++, or nvcc for its host and device passes), a translation unit that
+Preprocesses, with the given compiler and flags (g++, or nvcc), a translation unit that
 includes every header device code needs (KERNEL_HEADERS below) and lists the headers it pulled in (-M). Fails, naming
 each, when one of the runtime's headers (RUNTIME_HEADERS) is among them: those are what made a kernel-only file take
 as long to compile as a whole symm program (detail/world_state.hpp: the bootstrap, the heaps, the coordination). The
@@ -33,7 +33,8 @@ def main() -> int:
         tu = pathlib.Path(tmp) / ('kernels.cu' if nvcc else 'kernels.cpp')
         tu.write_text(''.join(f'#include <{h}>\n' for h in KERNEL_HEADERS))
         depfile = pathlib.Path(tmp) / 'kernels.d'
-        # -M lists every header found; nvcc's -M covers both its host and device passes.
+        # -M lists every header found (nvcc: as its host pass sees them; symm's headers choose by __CUDACC__, not
+        # __CUDA_ARCH__, so the device pass includes the same ones).
         flags = ['-M', str(tu), '-o', str(depfile)]
         done = subprocess.run(command + flags, capture_output=True, text=True)
         if done.returncode != 0:

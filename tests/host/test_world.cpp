@@ -143,8 +143,8 @@ namespace {
 //! Four std::threads of each PE (threads that made no world) put into the right neighbour (p for one half, put_nbi for
 //! the other), count themselves there with an atomic, and wait on their own PE's count: every operation a PE's other
 //! threads may call (docs/api.md, Threads). `one_world_per_process`: the PEs are processes, so the free functions
-//! without a world argument (quiet) find the process's world; as threads of one process they cannot tell which PE
-//! calls, and say so.
+//! without a world argument (quiet) find the process's world; as threads of one process (symm::launch's threads mode)
+//! they cannot tell which PE calls, and say so.
 void threads_of_a_pe(symm::world& world, bool one_world_per_process) {
   constexpr int threads = 4, per_thread = 64, half = per_thread / 2;
   const int me = world.my_pe(), n = world.n_pes(), right = (me + 1) % n, left = (me + n - 1) % n;
@@ -168,7 +168,7 @@ void threads_of_a_pe(symm::world& world, bool one_world_per_process) {
         } else {
           pending.wait();
           PE_REQUIRE_ERROR(symm::quiet(), symm::errc::not_initialized, "from a thread that made no symm::world",
-                           "holds 2 worlds");
+                           "while symm::launch runs PEs as threads");
         }
         symm::remote(arrived, right).fetch_add(1);
         PE_REQUIRE_EQ(symm::wait_until(arrived, symm::cmp::eq, threads), std::uint64_t{threads});

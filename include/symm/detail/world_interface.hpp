@@ -4,9 +4,9 @@
 // (detail::world_state) implements. So a translation unit with views and kernels only does not parse the runtime's
 // bootstrap, heaps and coordination (detail/world_state.hpp): a kernel file compiles in a fraction of the time.
 //
-// Virtual calls cost nothing next to what they start (a cudaMemcpy, a kernel launch, a system call). The interface is
-// the same in every configuration (a stream travels as void*), so translation units built with and without the CUDA
-// backend agree on its layout.
+// Virtual calls cost nothing next to what they start (a cudaMemcpy, a kernel launch, a system call). A stream travels
+// as void*, so that the interface itself does not depend on the CUDA headers; every translation unit of a program must
+// still agree on SYMM_ENABLE_CUDA (detail/config.hpp), since world_state, which implements it, differs.
 #pragma once
 
 #include <symm/detail/atomic_codes.hpp>

@@ -603,6 +603,7 @@ public:
     if (cuda_) return cuda_->copy_on(static_cast<cudaStream_t>(stream), dst, src, bytes, what);
 #endif
     (void) stream, (void) dst, (void) src, (void) bytes;
+    require_alive(what);
     SYMM_THROW(errc::unsupported, "PE {}: {} orders work on a CUDA stream, but this world uses the {} backend", my_pe(),
                what, to_string(kind_));
   }
@@ -622,6 +623,7 @@ public:
     if (cuda_) return run_host_atomic(*cuda_, my_pe(), address, type, op, operand, expected);
 #endif
     (void) address, (void) type, (void) op, (void) operand, (void) expected;
+    require_alive("a host-side atomic"); // finalize let go of the GPU heap
     SYMM_THROW(errc::unsupported,
                "PE {}: a host-side atomic through the GPU on the {} backend, whose heap is host memory", my_pe(),
                to_string(kind_));
@@ -916,7 +918,9 @@ inline const world_state* state_of(const world_interface* world) noexcept {
 inline thread_local world_state* current_world = nullptr;
 
 //! Every live world of this process, so that a thread that made none (a std::thread of a PE) finds its PE's world.
-//! A process holds one world, except under symm::launch in threads mode, where each PE thread holds its own.
+//! A process holds one world, except under symm::launch in threads mode, where each PE thread holds its own: while
+//! such a launch runs, no thread is given a world it did not make, even when only one is live at that moment (one PE
+//! has not made its world yet, or has ended), since that world may be another PE's.
 class live_worlds {
 public:
   static void add(world_state* world) {
@@ -927,14 +931,35 @@ public:
     std::lock_guard lock(mutex());
     std::erase(list(), world);
   }
-  //! The only live world, or null: none, or several (then `count` says how many).
-  static world_state* only(std::size_t& count) noexcept {
+  //! The only live world, or null: none, or several, or PEs running as threads (then `count` says how many worlds
+  //! are live and `thread_pes` that PE threads run).
+  static world_state* only(std::size_t& count, bool& thread_pes) noexcept {
     std::lock_guard lock(mutex());
     count = list().size();
-    return count == 1 ? list().front() : nullptr;
+    thread_pes = thread_pe_launches() > 0;
+    return count == 1 && !thread_pes ? list().front() : nullptr;
   }
 
+  //! Held by symm::launch in threads mode while its PE threads run.
+  class thread_pes_running {
+  public:
+    thread_pes_running() {
+      std::lock_guard lock(mutex());
+      ++thread_pe_launches();
+    }
+    ~thread_pes_running() {
+      std::lock_guard lock(mutex());
+      --thread_pe_launches();
+    }
+    thread_pes_running(const thread_pes_running&) = delete;
+    thread_pes_running& operator=(const thread_pes_running&) = delete;
+  };
+
 private:
+  static int& thread_pe_launches() noexcept {
+    static int launches = 0;
+    return launches;
+  }
   static std::mutex& mutex() noexcept {
     static std::mutex m;
     return m;
@@ -950,13 +975,22 @@ private:
 inline world_state* find_current_world() noexcept {
   if (current_world != nullptr) return current_world;
   std::size_t count = 0;
-  return live_worlds::only(count);
+  bool thread_pes = false;
+  return live_worlds::only(count, thread_pes);
 }
 
 inline world_state& require_current_world(std::string_view what) {
   if (current_world != nullptr) return *current_world;
   std::size_t count = 0;
-  if (world_state* only = live_worlds::only(count)) return *only;
+  bool thread_pes = false;
+  if (world_state* only = live_worlds::only(count, thread_pes)) return *only;
+  if (thread_pes) {
+    SYMM_THROW(errc::not_initialized,
+               "{} was called from a thread that made no symm::world while symm::launch runs PEs as threads of this "
+               "process ({} worlds live), so symm cannot tell which PE is calling; call it from a PE's own thread, or "
+               "use that world's members (world.quiet(), world.barrier())",
+               what, count);
+  }
   if (count == 0) {
     SYMM_THROW(errc::not_initialized,
                "{} was called with no symm::world alive in this process; construct a "
@@ -964,9 +998,9 @@ inline world_state& require_current_world(std::string_view what) {
                what);
   }
   SYMM_THROW(errc::not_initialized,
-             "{} was called from a thread that made no symm::world, and this process holds {} worlds (symm::launch in "
-             "threads mode makes one per PE), so symm cannot tell which PE is calling; call it from a PE's own thread, "
-             "or use that world's members (world.quiet(), world.barrier())",
+             "{} was called from a thread that made no symm::world, and this process holds {} worlds, so symm cannot "
+             "tell which PE is calling; call it from the thread that made the world, or use that world's members "
+             "(world.quiet(), world.barrier())",
              what, count);
 }
 
