@@ -145,15 +145,6 @@ SYMM_END_NAMESPACE
 
 SYMM_BEGIN_NAMESPACE
 
-namespace detail {
-inline void require_cuda_backend(const world_interface* world, const char* what) {
-  if (!heap_on_gpu(world->kind())) {
-    SYMM_THROW(errc::unsupported, "PE {}: {} orders work on a CUDA stream, but this world uses the {} backend",
-               world->my_pe(), what, to_string(world->kind()));
-  }
-}
-} // namespace detail
-
 //! Put ordered on `stream`: starts after the stream's earlier work; the data is at the target once the stream has run
 //! up to it, which the returned future's wait() waits for (with whatever the stream holds by then). Dropping the
 //! future does not wait. `source` may be device or host memory.

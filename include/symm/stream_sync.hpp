@@ -60,12 +60,7 @@ __global__ void __launch_bounds__(1)
 inline world_state& stream_world(world_state* world, const char* what) {
   if (world == nullptr) SYMM_THROW(errc::not_initialized, "{}: the signal or team belongs to no live world", what);
   world->require_alive(what);
-  if (!heap_on_gpu(world->kind())) {
-    SYMM_THROW(errc::unsupported,
-               "PE {}: {} orders work on a CUDA stream, but this world uses the {} backend, whose heap is host "
-               "memory; use the host form",
-               world->my_pe(), what, to_string(world->kind()));
-  }
+  require_cuda_backend(world, what);
   return *world;
 }
 

@@ -80,6 +80,16 @@ void wake_waiters(const world_interface* world, int pe, const T* address) noexce
   if constexpr (sizeof(T) == sizeof(std::uint32_t)) world->wake_word_waiters(pe, address);
 }
 
+//! Throws errc::unsupported when `world`'s heap is host memory, which a stream-ordered operation (`what`) cannot reach.
+inline void require_cuda_backend(const world_interface* world, const char* what) {
+  if (!heap_on_gpu(world->kind())) {
+    SYMM_THROW(errc::unsupported,
+               "PE {}: {} orders work on a CUDA stream, but this world uses the {} backend, whose heap is host "
+               "memory; use the host form",
+               world->my_pe(), what, to_string(world->kind()));
+  }
+}
+
 //! The error of require_host_atomics: host code reached a heap it has no atomics for.
 [[noreturn]] inline void throw_no_host_atomics(const world_interface* world, int pe, std::string_view what) {
   SYMM_THROW(errc::unsupported,

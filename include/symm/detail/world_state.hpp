@@ -603,8 +603,10 @@ public:
     if (cuda_) return cuda_->copy_on(static_cast<cudaStream_t>(stream), dst, src, bytes, what);
 #endif
     (void) stream, (void) dst, (void) src, (void) bytes;
-    require_alive(what);
-    SYMM_THROW(errc::unsupported, "PE {}: {} orders work on a CUDA stream, but this world uses the {} backend", my_pe(),
+    require_alive(what);              // finalize let go of the CUDA heap
+    require_cuda_backend(this, what); // a host-backend world has none
+    SYMM_THROW(errc::unsupported,
+               "PE {}: {} on the {} backend from a translation unit built without it (SYMM_ENABLE_CUDA=0)", my_pe(),
                what, to_string(kind_));
   }
 
