@@ -38,10 +38,13 @@
 //   that do into `indices` (which must hold as many entries as there are words) and returns their count; 0 when every
 //   word is left out;
 // - test / test_all / test_any / test_some: the same checks once, without waiting (false, no_index or 0 when not).
+// Each has a _vector form (wait_until_all_vector, ..., test_some_vector) that compares word i with values[i], a span of
+// one value per word, instead of every word with one value.
 #pragma once
 
 #include <symm/atomic.hpp>
 #include <symm/detail/backend/cuda/host_atomics_wait.hpp>
+#include <symm/detail/device_check.hpp>
 #include <symm/detail/device_wait.hpp>
 #include <symm/detail/host_wait.hpp>
 #include <symm/detail/wait_duration.hpp>
@@ -190,14 +193,30 @@ inline void check_status_size(std::size_t words, std::size_t status, const char*
   }
 }
 
+//! Whether a span form compares every word with one value (false) or each word with its own (the _vector forms).
+template <class Values>
+inline constexpr bool one_value_per_word = false;
+template <class V>
+inline constexpr bool one_value_per_word<cuda::std::span<const V>> = true;
+
+//! The value word `i` is compared with.
+template <class Values>
+[[nodiscard]] SYMM_HOST_DEVICE SYMM_FORCEINLINE decltype(auto) value_at(const Values& values, std::size_t i) {
+  if constexpr (one_value_per_word<Values>) return values[i];
+  else {
+    (void) i;
+    return values;
+  }
+}
+
 //! Checks every included word once; writes the indices that satisfy into `indices` (when not empty), returns the
-//! count, or the first index (First) / no_index.
-template <bool First, class T, std::size_t E>
+//! count, or the first index (First) / no_index. `values`: one value, or one per word (value_at).
+template <bool First, class T, std::size_t E, class Values>
 SYMM_HOST_DEVICE std::size_t scan(cuda::std::span<T, E> words, cuda::std::span<std::size_t> indices, cmp c,
-                                  std::remove_cv_t<T> value, cuda::std::span<const int> status) {
+                                  const Values& values, cuda::std::span<const int> status) {
   std::size_t count = 0;
   for (std::size_t i = 0; i < words.size(); ++i) {
-    if (!included(status, i) || !compare(acquire_load(&words[i]), c, value)) continue;
+    if (!included(status, i) || !compare(acquire_load(&words[i]), c, value_at(values, i))) continue;
     if constexpr (First) return i;
     if (!indices.empty()) indices[count] = i;
     ++count;
@@ -367,16 +386,140 @@ template <class T>
   return test(word.ref(), c, value);
 }
 
+namespace detail {
+//! The span forms' arguments: status (when given) and, for the _vector forms, values hold one entry per word; some
+//! forms' indices can hold every index. Host code throws naming the sizes; device code traps (SYMM_CHECK >= 1; with
+//! 2 it prints the sizes first) when the values do not match, since reading past them is reading another object.
+template <class Values>
+SYMM_HOST_DEVICE SYMM_FORCEINLINE void check_span_sizes(
+    std::size_t words, const Values& values, std::size_t status, const std::size_t* indices, const char* what) {
+  NV_IF_TARGET(NV_IS_HOST, ({
+                 check_status_size(words, status, what);
+                 if constexpr (one_value_per_word<Values>) {
+                   if (values.size() != words) {
+                     SYMM_THROW(errc::extent_mismatch,
+                                "{}: the values span has {} entries but there are {} words; pass one value per word",
+                                what, values.size(), words);
+                   }
+                 }
+                 if (indices != nullptr && *indices < words) {
+                   SYMM_THROW(errc::invalid_argument,
+                              "{}: indices has {} entries but there are {} words; it must be able to hold every index",
+                              what, *indices, words);
+                 }
+               }),
+               ({
+                 (void) status;
+                 (void) indices;
+                 if constexpr (one_value_per_word<Values>) {
+                   SYMM_DEVICE_ASSERT_EXTENT(values.size(), words, what);
+                 } else {
+                   (void) values;
+                   (void) words;
+                   (void) what;
+                 }
+               }))
+}
+
+//! The span forms, written once for one value (Values = the word's type) and for one value per word (Values =
+//! cuda::std::span<const word type>): the public functions below name them.
+template <class T, std::size_t E, class Values>
+SYMM_HOST_DEVICE void wait_all_words(cuda::std::span<T, E> words, cmp c, const Values& values,
+                                     cuda::std::span<const int> status, const char* what) {
+  require_wait_word<T>();
+  check_span_sizes(words.size(), values, status.size(), nullptr, what);
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (included(status, i)) (void) wait_until(words[i], c, value_at(values, i));
+  }
+}
+
+template <class T, std::size_t E, class Values>
+SYMM_HOST_DEVICE std::size_t wait_any_word(cuda::std::span<T, E> words, cmp c, const Values& values,
+                                           cuda::std::span<const int> status, const char* what) {
+  require_wait_word<T>();
+  check_span_sizes(words.size(), values, status.size(), nullptr, what);
+  if (!any_included(words, status)) return no_index;
+  std::size_t found = no_index;
+  NV_IF_TARGET(
+      NV_IS_DEVICE,
+      (device_wait_until([&] { return (found = scan<true>(words, {}, c, values, status)) != no_index; }, what, -1, -1);),
+      (host_poll_words(
+           host_wait_world(what), words,
+           [&](auto snapshot) { return (found = scan<true>(snapshot, {}, c, values, status)) != no_index; }, what);))
+  return found;
+}
+
+template <class T, std::size_t E, class Values>
+SYMM_HOST_DEVICE std::size_t
+wait_some_words(cuda::std::span<T, E> words, cuda::std::span<std::size_t> indices, cmp c, const Values& values,
+                cuda::std::span<const int> status, const char* what) {
+  require_wait_word<T>();
+  const std::size_t capacity = indices.size();
+  check_span_sizes(words.size(), values, status.size(), &capacity, what);
+  if (!any_included(words, status)) return 0;
+  std::size_t count = 0;
+  NV_IF_TARGET(
+      NV_IS_DEVICE,
+      (device_wait_until([&] { return (count = scan<false>(words, indices, c, values, status)) != 0; }, what, -1, -1);),
+      (host_poll_words(
+           host_wait_world(what), words,
+           [&](auto snapshot) { return (count = scan<false>(snapshot, indices, c, values, status)) != 0; }, what);))
+  return count;
+}
+
+//! The test forms: `check` on the words as they are now (a copy of them in GPU memory, from host code).
+template <class T, std::size_t E, class Values, class Check>
+SYMM_HOST_DEVICE auto test_words(cuda::std::span<T, E> words, const Values& values, cuda::std::span<const int> status,
+                                 const std::size_t* indices, const char* what, Check&& check) {
+  require_wait_word<T>();
+  check_span_sizes(words.size(), values, status.size(), indices, what);
+  NV_IF_TARGET(NV_IS_HOST, ({
+                 if (words.empty()) return check(words);
+                 return host_check_words(host_wait_world(what), words, check);
+               }),
+               (return check(words);))
+}
+
+template <class T, std::size_t E, class Values>
+SYMM_HOST_DEVICE bool test_all_words(cuda::std::span<T, E> words, cmp c, const Values& values,
+                                     cuda::std::span<const int> status, const char* what) {
+  return test_words(words, values, status, nullptr, what, [&](auto snapshot) {
+    for (std::size_t i = 0; i < snapshot.size(); ++i) {
+      if (included(status, i) && !compare(acquire_load(&snapshot[i]), c, value_at(values, i))) return false;
+    }
+    return true;
+  });
+}
+
+template <class T, std::size_t E, class Values>
+SYMM_HOST_DEVICE std::size_t test_any_word(cuda::std::span<T, E> words, cmp c, const Values& values,
+                                           cuda::std::span<const int> status, const char* what) {
+  return test_words(words, values, status, nullptr, what, [&](auto snapshot) {
+    return scan<true>(snapshot, {}, c, values, status);
+  });
+}
+
+template <class T, std::size_t E, class Values>
+SYMM_HOST_DEVICE std::size_t
+test_some_words(cuda::std::span<T, E> words, cuda::std::span<std::size_t> indices, cmp c, const Values& values,
+                cuda::std::span<const int> status, const char* what) {
+  const std::size_t capacity = indices.size();
+  return test_words(words, values, status, &capacity, what, [&](auto snapshot) {
+    return scan<false>(snapshot, indices, c, values, status);
+  });
+}
+
+//! The values of a _vector form: one per word, of the words' type.
+template <class T>
+using word_values = cuda::std::span<const std::remove_cv_t<T>>;
+} // namespace detail
+
 //! Waits until every included word satisfies `word <c> value` (see the header comment for status).
 template <class T, std::size_t E>
 SYMM_HOST_DEVICE void
 wait_until_all(cuda::std::span<T, E> words, cmp c, std::type_identity_t<std::remove_cv_t<T>> value,
                cuda::std::span<const int> status = {}) {
-  detail::require_wait_word<T>();
-  NV_IF_TARGET(NV_IS_HOST, (detail::check_status_size(words.size(), status.size(), "symm::wait_until_all");))
-  for (std::size_t i = 0; i < words.size(); ++i) {
-    if (detail::included(status, i)) (void) wait_until(words[i], c, value);
-  }
+  detail::wait_all_words(words, c, value, status, "symm::wait_until_all");
 }
 
 //! Waits until some included word satisfies `word <c> value`; returns its index, or no_index when none is included.
@@ -384,24 +527,7 @@ template <class T, std::size_t E>
 [[nodiscard]] SYMM_HOST_DEVICE std::size_t
 wait_until_any(cuda::std::span<T, E> words, cmp c, std::type_identity_t<std::remove_cv_t<T>> value,
                cuda::std::span<const int> status = {}) {
-  detail::require_wait_word<T>();
-  std::size_t found = no_index;
-  NV_IF_TARGET(
-      NV_IS_DEVICE, ({
-        if (!detail::any_included(words, status)) return no_index;
-        detail::device_wait_until([&] { return (found = detail::scan<true>(words, {}, c, value, status)) != no_index; },
-                                  "symm::wait_until_any", -1, -1);
-      }),
-      ({
-        detail::check_status_size(words.size(), status.size(), "symm::wait_until_any");
-        if (!detail::any_included(words, status)) return no_index;
-        const auto& world = detail::host_wait_world("symm::wait_until_any");
-        detail::host_poll_words(
-            world, words,
-            [&](auto snapshot) { return (found = detail::scan<true>(snapshot, {}, c, value, status)) != no_index; },
-            "symm::wait_until_any");
-      }))
-  return found;
+  return detail::wait_any_word(words, c, value, status, "symm::wait_until_any");
 }
 
 //! Waits until at least one included word satisfies `word <c> value`; stores the indices of those that do into
@@ -410,30 +536,7 @@ template <class T, std::size_t E>
 SYMM_HOST_DEVICE std::size_t
 wait_until_some(cuda::std::span<T, E> words, cuda::std::span<std::size_t> indices, cmp c,
                 std::type_identity_t<std::remove_cv_t<T>> value, cuda::std::span<const int> status = {}) {
-  detail::require_wait_word<T>();
-  std::size_t count = 0;
-  NV_IF_TARGET(
-      NV_IS_DEVICE, ({
-        if (!detail::any_included(words, status)) return 0;
-        detail::device_wait_until([&] { return (count = detail::scan<false>(words, indices, c, value, status)) != 0; },
-                                  "symm::wait_until_some", -1, -1);
-      }),
-      ({
-        detail::check_status_size(words.size(), status.size(), "symm::wait_until_some");
-        if (indices.size() < words.size()) {
-          SYMM_THROW(errc::invalid_argument,
-                     "symm::wait_until_some: indices has {} entries but there are "
-                     "{} words; it must be able to hold every index",
-                     indices.size(), words.size());
-        }
-        if (!detail::any_included(words, status)) return 0;
-        const auto& world = detail::host_wait_world("symm::wait_until_some");
-        detail::host_poll_words(
-            world, words,
-            [&](auto snapshot) { return (count = detail::scan<false>(snapshot, indices, c, value, status)) != 0; },
-            "symm::wait_until_some");
-      }))
-  return count;
+  return detail::wait_some_words(words, indices, c, value, status, "symm::wait_until_some");
 }
 
 //! Whether every included word satisfies `word <c> value` now.
@@ -441,19 +544,7 @@ template <class T, std::size_t E>
 [[nodiscard]] SYMM_HOST_DEVICE bool
 test_all(cuda::std::span<T, E> words, cmp c, std::type_identity_t<std::remove_cv_t<T>> value,
          cuda::std::span<const int> status = {}) {
-  detail::require_wait_word<T>();
-  auto all = [&](auto snapshot) {
-    for (std::size_t i = 0; i < snapshot.size(); ++i) {
-      if (detail::included(status, i) && !compare(detail::acquire_load(&snapshot[i]), c, value)) return false;
-    }
-    return true;
-  };
-  NV_IF_TARGET(NV_IS_HOST, ({
-                 detail::check_status_size(words.size(), status.size(), "symm::test_all");
-                 if (words.empty()) return true;
-                 return detail::host_check_words(detail::host_wait_world("symm::test_all"), words, all);
-               }),
-               (return all(words);))
+  return detail::test_all_words(words, c, value, status, "symm::test_all");
 }
 
 //! The index of an included word that satisfies `word <c> value` now, or no_index.
@@ -461,15 +552,7 @@ template <class T, std::size_t E>
 [[nodiscard]] SYMM_HOST_DEVICE std::size_t
 test_any(cuda::std::span<T, E> words, cmp c, std::type_identity_t<std::remove_cv_t<T>> value,
          cuda::std::span<const int> status = {}) {
-  detail::require_wait_word<T>();
-  NV_IF_TARGET(NV_IS_HOST, ({
-                 detail::check_status_size(words.size(), status.size(), "symm::test_any");
-                 if (words.empty()) return no_index;
-                 return detail::host_check_words(detail::host_wait_world("symm::test_any"), words, [&](auto snapshot) {
-                   return detail::scan<true>(snapshot, {}, c, value, status);
-                 });
-               }),
-               (return detail::scan<true>(words, {}, c, value, status);))
+  return detail::test_any_word(words, c, value, status, "symm::test_any");
 }
 
 //! Stores the indices of the included words that satisfy `word <c> value` now into `indices`; returns their count.
@@ -477,19 +560,63 @@ template <class T, std::size_t E>
 [[nodiscard]] SYMM_HOST_DEVICE std::size_t
 test_some(cuda::std::span<T, E> words, cuda::std::span<std::size_t> indices, cmp c,
           std::type_identity_t<std::remove_cv_t<T>> value, cuda::std::span<const int> status = {}) {
-  detail::require_wait_word<T>();
-  NV_IF_TARGET(NV_IS_HOST, ({
-                 detail::check_status_size(words.size(), status.size(), "symm::test_some");
-                 if (indices.size() < words.size()) {
-                   SYMM_THROW(errc::invalid_argument, "symm::test_some: indices has {} entries but there are {} words",
-                              indices.size(), words.size());
-                 }
-                 if (words.empty()) return 0;
-                 return detail::host_check_words(detail::host_wait_world("symm::test_some"), words, [&](auto snapshot) {
-                   return detail::scan<false>(snapshot, indices, c, value, status);
-                 });
-               }),
-               (return detail::scan<false>(words, indices, c, value, status);))
+  return detail::test_some_words(words, indices, c, value, status, "symm::test_some");
+}
+
+// The _vector forms (OpenSHMEM's wait_until_all_vector, ...): word i is compared with values[i], its own value, which
+// `values` (as many entries as words, of their type) holds; otherwise as the forms above.
+
+//! Waits until every included word satisfies `words[i] <c> values[i]`.
+//! \code  symm::wait_until_all_vector(arrivals.local(), symm::cmp::ge, expected);  // expected: a span of the counts
+//! \endcode
+template <class T, std::size_t E>
+SYMM_HOST_DEVICE void
+wait_until_all_vector(cuda::std::span<T, E> words, cmp c, std::type_identity_t<detail::word_values<T>> values,
+                      cuda::std::span<const int> status = {}) {
+  detail::wait_all_words(words, c, values, status, "symm::wait_until_all_vector");
+}
+
+//! Waits until some included word satisfies `words[i] <c> values[i]`; returns its index, or no_index when none is
+//! included.
+template <class T, std::size_t E>
+[[nodiscard]] SYMM_HOST_DEVICE std::size_t
+wait_until_any_vector(cuda::std::span<T, E> words, cmp c, std::type_identity_t<detail::word_values<T>> values,
+                      cuda::std::span<const int> status = {}) {
+  return detail::wait_any_word(words, c, values, status, "symm::wait_until_any_vector");
+}
+
+//! Waits until at least one included word satisfies `words[i] <c> values[i]`; stores the indices of those that do
+//! into `indices` (at least words.size() entries) and returns how many; 0 when none is included.
+template <class T, std::size_t E>
+SYMM_HOST_DEVICE std::size_t
+wait_until_some_vector(cuda::std::span<T, E> words, cuda::std::span<std::size_t> indices, cmp c,
+                       std::type_identity_t<detail::word_values<T>> values, cuda::std::span<const int> status = {}) {
+  return detail::wait_some_words(words, indices, c, values, status, "symm::wait_until_some_vector");
+}
+
+//! Whether every included word satisfies `words[i] <c> values[i]` now.
+template <class T, std::size_t E>
+[[nodiscard]] SYMM_HOST_DEVICE bool
+test_all_vector(cuda::std::span<T, E> words, cmp c, std::type_identity_t<detail::word_values<T>> values,
+                cuda::std::span<const int> status = {}) {
+  return detail::test_all_words(words, c, values, status, "symm::test_all_vector");
+}
+
+//! The index of an included word that satisfies `words[i] <c> values[i]` now, or no_index.
+template <class T, std::size_t E>
+[[nodiscard]] SYMM_HOST_DEVICE std::size_t
+test_any_vector(cuda::std::span<T, E> words, cmp c, std::type_identity_t<detail::word_values<T>> values,
+                cuda::std::span<const int> status = {}) {
+  return detail::test_any_word(words, c, values, status, "symm::test_any_vector");
+}
+
+//! Stores the indices of the included words that satisfy `words[i] <c> values[i]` now into `indices`; returns their
+//! count.
+template <class T, std::size_t E>
+[[nodiscard]] SYMM_HOST_DEVICE std::size_t
+test_some_vector(cuda::std::span<T, E> words, cuda::std::span<std::size_t> indices, cmp c,
+                 std::type_identity_t<detail::word_values<T>> values, cuda::std::span<const int> status = {}) {
+  return detail::test_some_words(words, indices, c, values, status, "symm::test_some_vector");
 }
 
 SYMM_END_NAMESPACE

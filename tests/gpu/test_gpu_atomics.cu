@@ -250,15 +250,34 @@ bounded_wait_kernel(symm::scalar_ref<int> flag, symm::scalar_ref<unsigned long l
 }
 
 __global__ void span_wait_kernel(symm::array_ref<unsigned long long> slots, symm::array_ref<std::int32_t> flags32,
-                                 int me, int n, int rounds, unsigned* errors) {
+                                 symm::array_ref<unsigned long long> own, int me, int n, int rounds, unsigned* errors) {
   if (threadIdx.x != 0) return;
   constexpr int max_pes = 64;
+  const auto count = static_cast<std::size_t>(n);
   std::size_t indices[max_pes];
   int status[max_pes];
+  unsigned long long expected[max_pes];
   for (int p = 0; p < n; ++p)
     status[p] = p == me ? 1 : 0; // my own slot left out
-  auto idx = cuda::std::span<std::size_t>(indices, static_cast<std::size_t>(n));
-  auto mask = cuda::std::span<const int>(status, static_cast<std::size_t>(n));
+  auto idx = cuda::std::span<std::size_t>(indices, count);
+  auto mask = cuda::std::span<const int>(status, count);
+  auto values = cuda::std::span<const unsigned long long>(expected, count);
+  // The _vector forms on words no other PE writes: word p holds its value 3p + 7, plus 1 when p is odd.
+  auto words = own.local();
+  for (std::size_t p = 0; p < count; ++p) {
+    expected[p] = 3 * p + 7;
+    words[p] = expected[p] + p % 2;
+  }
+  if (symm::test_some_vector(words, idx, symm::cmp::eq, values) != (count + 1) / 2) atomicAdd(errors, 1u);
+  for (std::size_t k = 0; k < (count + 1) / 2; ++k) {
+    if (indices[k] != 2 * k) atomicAdd(errors, 1u);
+  }
+  if (symm::test_any_vector(words, symm::cmp::gt, values) != (count > 1 ? 1 : symm::no_index)) atomicAdd(errors, 1u);
+  if (symm::test_all_vector(words, symm::cmp::eq, values) != (count == 1)) atomicAdd(errors, 1u);
+  if (!symm::test_all_vector(words, symm::cmp::ge, values)) atomicAdd(errors, 1u);
+  symm::wait_until_all_vector(words, symm::cmp::ge, values);
+  if (symm::wait_until_some_vector(words, idx, symm::cmp::le, values) != (count + 1) / 2) atomicAdd(errors, 1u);
+  if (symm::wait_until_any_vector(words, symm::cmp::eq, values) != 0) atomicAdd(errors, 1u);
   for (int r = 1; r <= rounds; ++r) {
     const auto round = static_cast<unsigned long long>(r);
     for (int p = 0; p < n; ++p) {
@@ -283,6 +302,9 @@ __global__ void span_wait_kernel(symm::array_ref<unsigned long long> slots, symm
     }
     if (symm::test_any(slots.local(), symm::cmp::gt, ~0ull - 1, mask) != symm::no_index) atomicAdd(errors, 1u);
     if (symm::test(slots.local()[static_cast<std::size_t>(me)], symm::cmp::ne, 0ull)) atomicAdd(errors, 1u);
+    for (std::size_t p = 0; p < count; ++p)
+      expected[p] = round;
+    symm::wait_until_all_vector(slots.local(), symm::cmp::ge, values, mask);
   }
 }
 
@@ -690,7 +712,7 @@ TEST_CASE("device put_signal pipeline: the consumer block checks every element a
   }
 }
 
-TEST_CASE("device wait_until: a token ring on 4- and 8-byte words, and the span forms", "[gpu][wait]") {
+TEST_CASE("device wait_until: a token ring on 4- and 8-byte words, and the span and _vector forms", "[gpu][wait]") {
   for (int n : {2, 4, 8}) {
     CAPTURE(n);
     REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(n, [](symm::world& world) {
@@ -699,6 +721,7 @@ TEST_CASE("device wait_until: a token ring on 4- and 8-byte words, and the span 
       symm::scalar<unsigned long long> token64(world);
       symm::array<unsigned long long> slots(world, static_cast<std::size_t>(n_pes));
       symm::array<std::int32_t> flags32(world, static_cast<std::size_t>(n_pes));
+      symm::array<unsigned long long> own_words(world, static_cast<std::size_t>(n_pes));
       pe_stream s;
       error_counter errors(s.stream);
       zero(s.stream, &token.local());
@@ -712,7 +735,7 @@ TEST_CASE("device wait_until: a token ring on 4- and 8-byte words, and the span 
       GPU_CHECK(cudaStreamSynchronize(s.stream));
       PE_REQUIRE_EQ(errors.read(), 0u);
       world.barrier();
-      span_wait_kernel<<<1, 32, 0, s.stream>>>(slots, flags32, me, n_pes, 50, errors.count);
+      span_wait_kernel<<<1, 32, 0, s.stream>>>(slots, flags32, own_words, me, n_pes, 50, errors.count);
       GPU_CHECK(cudaGetLastError());
       GPU_CHECK(cudaStreamSynchronize(s.stream));
       PE_REQUIRE_EQ(errors.read(), 0u);
@@ -1096,6 +1119,17 @@ TEST_CASE("host waits on GPU memory (CUDA backend): every comparison, 4- and 8-b
     PE_REQUIRE_EQ(symm::test_any(slots.local(), symm::cmp::gt, 7ull), symm::no_index);
     PE_REQUIRE_EQ(symm::test_some(slots.local(), idx, symm::cmp::eq, 0ull), 1u);
     PE_REQUIRE_EQ(indices[0], static_cast<std::size_t>(me));
+    // The _vector forms: 7 expected of every other PE's slot, 0 of my own, 8 of none.
+    std::vector<unsigned long long> values(static_cast<std::size_t>(n_pes), 7ull);
+    values[static_cast<std::size_t>(me)] = 0;
+    symm::wait_until_all_vector(slots.local(), symm::cmp::eq, values);
+    PE_REQUIRE(symm::test_all_vector(slots.local(), symm::cmp::eq, values));
+    PE_REQUIRE_EQ(symm::wait_until_some_vector(slots.local(), idx, symm::cmp::eq, values),
+                  static_cast<std::size_t>(n_pes));
+    values[static_cast<std::size_t>(me)] = 8;
+    PE_REQUIRE_EQ(symm::wait_until_any_vector(slots.local(), symm::cmp::lt, values), static_cast<std::size_t>(me));
+    PE_REQUIRE_EQ(symm::test_any_vector(slots.local(), symm::cmp::ne, values, mask), symm::no_index);
+    PE_REQUIRE_EQ(symm::test_some_vector(slots.local(), idx, symm::cmp::lt, values), 1u);
     // Device memory outside the heap is waited on the same way.
     int* plain_device = nullptr;
     GPU_CHECK(cudaMalloc(&plain_device, sizeof(int)));

@@ -576,6 +576,115 @@ TEMPLATE_TEST_CASE("wait_until_any, _some and _all, and the test forms, with sta
   }
 }
 
+namespace {
+//! The _vector forms: word i is compared with values[i]. First on words PE 0 sets itself (each form against values
+//! that match some words and not others, so one value for every word would give other answers), then PE 0 waits on
+//! one word per PE while the others write theirs at random moments, each its own value.
+template <class T>
+void vector_waits(symm::world& world) {
+  const int me = world.my_pe(), n = world.n_pes();
+  const auto count = static_cast<std::size_t>(n);
+  symm::array<T> words(world, count);
+  auto local = words.local();
+  std::vector<std::size_t> indices(count);
+  auto idx = cuda::std::span<std::size_t>(indices.data(), count);
+  const auto own = [&](std::size_t i) { return static_cast<T>(3 * i + 7 + static_cast<std::size_t>(n)); };
+  std::vector<T> values(count);
+  for (std::size_t i = 0; i < count; ++i)
+    values[i] = own(i);
+  if (me == 0) {
+    // Even words hold their own value, odd words their value + 1.
+    for (std::size_t i = 0; i < count; ++i)
+      local[i] = static_cast<T>(own(i) + (i % 2));
+    PE_REQUIRE_EQ(symm::test_some_vector(local, idx, symm::cmp::eq, values), (count + 1) / 2);
+    for (std::size_t k = 0; k < (count + 1) / 2; ++k)
+      PE_REQUIRE_EQ(indices[k], 2 * k);
+    PE_REQUIRE_EQ(symm::test_some_vector(local, idx, symm::cmp::gt, values), count / 2);
+    PE_REQUIRE_EQ(indices[0], std::size_t{1});
+    PE_REQUIRE_EQ(symm::test_any_vector(local, symm::cmp::ne, values), std::size_t{1});
+    std::vector<int> skip_odd(count, 0), skip_even(count, 0);
+    for (std::size_t i = 0; i < count; ++i)
+      (i % 2 ? skip_odd : skip_even)[i] = 1;
+    const auto odd_out = cuda::std::span<const int>(skip_odd.data(), count);
+    const auto even_out = cuda::std::span<const int>(skip_even.data(), count);
+    PE_REQUIRE(!symm::test_all_vector(local, symm::cmp::eq, values));
+    PE_REQUIRE(symm::test_all_vector(local, symm::cmp::eq, values, odd_out));
+    PE_REQUIRE(symm::test_all_vector(local, symm::cmp::gt, values, even_out));
+    PE_REQUIRE(symm::test_all_vector(local, symm::cmp::ge, values));
+    PE_REQUIRE_EQ(symm::test_any_vector(local, symm::cmp::lt, values), symm::no_index);
+    PE_REQUIRE_EQ(symm::test_any_vector(local, symm::cmp::ne, values, odd_out), symm::no_index);
+    // Satisfied already: the waits return at once, with the same answers.
+    symm::wait_until_all_vector(local, symm::cmp::eq, values, odd_out);
+    PE_REQUIRE_EQ(symm::wait_until_any_vector(local, symm::cmp::gt, values), std::size_t{1});
+    PE_REQUIRE_EQ(symm::wait_until_some_vector(local, idx, symm::cmp::le, values), (count + 1) / 2);
+    // Wrong sizes are named.
+    PE_REQUIRE_ERROR(symm::wait_until_all_vector(local, symm::cmp::eq, cuda::std::span<const T>(values.data(), 1)),
+                     symm::errc::extent_mismatch, "the values span has 1 entries but there are");
+    PE_REQUIRE_ERROR((void) symm::test_any_vector(local, symm::cmp::eq, std::vector<T>(count + 1)),
+                     symm::errc::extent_mismatch, "symm::test_any_vector: the values span has");
+    PE_REQUIRE_ERROR((void) symm::test_some_vector(local, idx.first(1), symm::cmp::eq, values),
+                     symm::errc::invalid_argument, "symm::test_some_vector: indices has 1 entries");
+    // Every word at its own value: equal to all of them (one value for all would leave all but one out).
+    for (std::size_t i = 0; i < count; ++i)
+      local[i] = own(i);
+    PE_REQUIRE(symm::test_all_vector(local, symm::cmp::eq, values));
+    PE_REQUIRE_EQ(symm::test_some_vector(local, idx, symm::cmp::eq, values), count);
+    for (auto& w : local)
+      w = 0;
+  }
+  world.barrier();
+  // Each writer stores its word's own value, then PE 0 waits: _any one by one, then _some, then _all, each round
+  // writing a larger value than the last (values of round r: own(i) * r).
+  std::vector<int> status(count, 0);
+  status[0] = 1; // PE 0's own word is never written
+  auto jitter = rng_for(me, 60 + sizeof(T));
+  for (T round = 1; round <= 3; ++round) {
+    for (std::size_t i = 0; i < count; ++i)
+      values[i] = static_cast<T>(own(i) * round);
+    if (me != 0) {
+      spin_a_little(jitter);
+      symm::remote(words, 0)[static_cast<std::size_t>(me)].store(
+          values[static_cast<std::size_t>(me)], cuda::memory_order_release);
+    } else {
+      std::vector<int> found(status);
+      const auto mask = cuda::std::span<const int>(found.data(), count);
+      if (round == 1) {
+        for (int k = 1; k < n; ++k) {
+          const std::size_t i = symm::wait_until_any_vector(local, symm::cmp::eq, values, mask);
+          PE_REQUIRE(i < count && i != 0 && found[i] == 0 && local[i] == values[i]);
+          found[i] = 1;
+        }
+        PE_REQUIRE_EQ(symm::wait_until_any_vector(local, symm::cmp::eq, values, mask), symm::no_index);
+      } else if (round == 2) {
+        for (int seen = 0; seen < n - 1;) {
+          const std::size_t got = symm::wait_until_some_vector(local, idx, symm::cmp::eq, values, mask);
+          PE_REQUIRE(got >= 1 && got <= count - 1);
+          for (std::size_t k = 0; k < got; ++k) {
+            PE_REQUIRE(indices[k] != 0 && found[indices[k]] == 0 && local[indices[k]] == values[indices[k]]);
+            found[indices[k]] = 1;
+            ++seen;
+          }
+        }
+      } else {
+        symm::wait_until_all_vector(local, symm::cmp::eq, values, mask);
+        for (std::size_t i = 1; i < count; ++i)
+          PE_REQUIRE(local[i] == values[i]);
+      }
+      PE_REQUIRE(symm::test_all_vector(local, symm::cmp::eq, values, cuda::std::span<const int>(status.data(), count)));
+    }
+    world.barrier();
+  }
+}
+} // namespace
+
+TEMPLATE_TEST_CASE("wait_until_all_vector, _any_vector, _some_vector and the test forms: a value per word",
+                   "[atomics][wait]", std::int32_t, std::uint64_t) {
+  for (int n : {2, 5}) {
+    CAPTURE(n, symm_test::seed());
+    REQUIRE_NOTHROW(on_pes(n, [](symm::world& world) { vector_waits<TestType>(world); }));
+  }
+}
+
 TEST_CASE("wait_until ping-pong on 4- and 8-byte words, and test with every comparison", "[atomics][wait]") {
   REQUIRE_NOTHROW(on_pes(2, [](symm::world& world) {
     const int me = world.my_pe(), other = 1 - me;
