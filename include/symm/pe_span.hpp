@@ -27,6 +27,34 @@ inline void check_same_extent(std::size_t remote_size, std::size_t local_size, i
                pe, remote_size, local_size);
   }
 }
+
+template <class>
+inline constexpr bool is_pe_span = false;
+template <class T, std::size_t E>
+inline constexpr bool is_pe_span<pe_span<T, E>> = true;
+
+//! Why `Range` cannot be the local side of a put or get of T elements (`Writable`: a get's destination): one
+//! static_assert a case, which the catch-all overloads of pe_span, put, get, put_nbi and get_nbi reach, so that the
+//! first error of a common mistake says what to write instead of listing overloads that do not match.
+template <class Range, class T, bool Writable>
+SYMM_HOST_DEVICE constexpr void diagnose_local_range() {
+  using R = std::remove_cvref_t<Range>;
+  if constexpr (symmetric_object<R>) {
+    static_assert(always_false<R>, "symm: put/get: a symmetric object (symm::array, symm::scalar) as the local side; "
+                                   "pass its part on this PE, a.local(), or symm::remote(a, pe) for another PE's");
+  } else if constexpr (is_pe_span<R>) {
+    static_assert(always_false<R>, "symm: put/get between two remote spans would hide a get and a put: get into local "
+                                   "memory first (dst = std::vector<T>(src)), or put from a device kernel");
+  } else if constexpr (!std::ranges::contiguous_range<R> || !std::ranges::sized_range<R>) {
+    static_assert(always_false<R>, "symm: put/get: the local side must be a contiguous sized range of the remote "
+                                   "element type (a.local(), std::vector, std::array, std::span, cuda::std::span)");
+  } else if constexpr (!std::same_as<std::remove_cv_t<std::ranges::range_value_t<R>>, std::remove_cv_t<T>>) {
+    static_assert(always_false<R>, "symm: put/get: the element types differ; a put or get copies elements of one "
+                                   "type, so convert into a range of the remote element type first");
+  } else if constexpr (Writable) {
+    static_assert(always_false<R>, "symm: get: the destination is const; pass a writable range");
+  }
+}
 } // namespace detail
 
 //! The elements [offset, offset + size) of a symmetric object on PE `pe()`: `symm::remote(obj, pe)`.
@@ -133,6 +161,14 @@ public:
                  }))
     return *this;
   }
+  //! Anything else as the source: a compile error that says what to write (detail::diagnose_local_range). A pe_span
+  //! of this very type meets the deleted copy assignment below instead (else the two would be ambiguous).
+  template <class Range>
+    requires(!contiguous_range_of<Range, T> && !std::is_same_v<std::remove_cvref_t<Range>, pe_span>)
+  SYMM_HOST_DEVICE const pe_span& operator=(Range&&) const {
+    detail::diagnose_local_range<Range, T, false>();
+    return *this;
+  }
   // Copying one remote span to another would hide a get and a put: write `dst = std::vector<T>(src)` or use a
   // device-side put from a local span.
   pe_span& operator=(const pe_span&) = delete;
@@ -147,6 +183,10 @@ public:
     detail::check_same_extent(size(), std::ranges::size(destination), pe_, "get");
     world_->copy(std::ranges::data(destination), address_, size_bytes());
   }
+
+  template <class Range>
+    requires(!writable_contiguous_range_of<Range, value_type>)
+  void get(Range&&) const { detail::diagnose_local_range<Range, value_type, true>(); }
 
   //! Get of the whole span into a new vector. Host only.
   [[nodiscard]] std::vector<value_type> get() const {

@@ -62,10 +62,12 @@ template <class T, detail::count_integer PE>
   return remote(array_ref<const T, 1>(s.ref().element()), pe)[0];
 }
 
-//! Anything else has no copy on other PEs: say so instead of listing overloads.
+//! Anything else has no copy on other PEs: say so instead of listing overloads. The deduced return type makes the
+//! compiler instantiate this body, and so print the message, before it looks at what the caller does with the result
+//! (`remote(ptr, 1)[0]` said "invalid types 'void[int]'" first).
 template <class Object, class PE>
   requires(!symmetric_object<Object>)
-void remote(Object&&, PE) {
+auto remote(Object&&, PE) {
   static_assert(
       detail::always_false<Object>,
       "symm::remote(obj, pe): obj must be a symmetric object (symm::array, symm::scalar or their _ref views). "

@@ -48,6 +48,30 @@ template <class Range, class T, std::size_t E>
   return future<>(src.world()->copy_async(std::ranges::data(destination), src.address(), src.size_bytes()));
 }
 
+// Anything else as the local side: a compile error that says what to write (detail::diagnose_local_range).
+template <class T, std::size_t E, class Range>
+  requires(!contiguous_range_of<Range, T>)
+void put(const pe_span<T, E>&, Range&&) {
+  detail::diagnose_local_range<Range, T, false>();
+}
+template <class Range, class T, std::size_t E>
+  requires(!writable_contiguous_range_of<Range, std::remove_cv_t<T>>)
+void get(Range&&, const pe_span<T, E>&) {
+  detail::diagnose_local_range<Range, T, true>();
+}
+template <class T, std::size_t E, class Range>
+  requires(!contiguous_range_of<Range, T>)
+future<> put_nbi(const pe_span<T, E>&, Range&&) {
+  detail::diagnose_local_range<Range, T, false>();
+  return {};
+}
+template <class Range, class T, std::size_t E>
+  requires(!writable_contiguous_range_of<Range, std::remove_cv_t<T>>)
+future<> get_nbi(Range&&, const pe_span<T, E>&) {
+  detail::diagnose_local_range<Range, T, true>();
+  return {};
+}
+
 SYMM_END_NAMESPACE
 
 // ---------------------------------------------------------------------------------------------------------------------

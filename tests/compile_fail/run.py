@@ -2,6 +2,8 @@
 """Compile-fail harness (suite `compile`): compiles one test file and checks the outcome its first line announces.
 
     // expect-error: <python regex>   the file must NOT compile, and the regex must match the compiler's output
+    // expect-first-error: <regex>     the same, and the regex must match the first error line (a mistake's first
+                                      error is what its user reads)
     // expect-compile: ok             the file must compile (a positive control for the negative tests beside it)
 
     run.py --list <dir> [--cuda]                 print the test files (*.cpp; *.cu too with --cuda), one a line
@@ -17,7 +19,9 @@ import subprocess
 import sys
 import tempfile
 
-DIRECTIVE = re.compile(r'^\s*//\s*expect-(error|compile)\s*:\s*(.*?)\s*$')
+DIRECTIVE = re.compile(r'^\s*//\s*expect-(error|first-error|compile)\s*:\s*(.*?)\s*$')
+# A compiler's error line: gcc's and clang's 'file:line:col: error: ...', nvcc's 'file(line): error: ...'.
+ERROR_LINE = re.compile(r'\berror\b\s*:')
 
 
 def list_tests(directory: str, cuda: bool) -> int:
@@ -32,14 +36,15 @@ def run_test(path: pathlib.Path, command: list[str]) -> int:
     first = path.read_text().splitlines()[:1]
     match = DIRECTIVE.match(first[0]) if first else None
     if not match:
-        print(f'{path}: the first line must be "// expect-error: <regex>" or "// expect-compile: ok"', file=sys.stderr)
+        print(f'{path}: the first line must be "// expect-error: <regex>", "// expect-first-error: <regex>" or '
+              '"// expect-compile: ok"', file=sys.stderr)
         return 2
     kind, arg = match.groups()
     if kind == 'compile' and arg != 'ok':
         print(f'{path}: "// expect-compile:" takes only "ok", not {arg!r}', file=sys.stderr)
         return 2
     try:
-        pattern = re.compile(arg, re.MULTILINE) if kind == 'error' else None
+        pattern = re.compile(arg, re.MULTILINE) if kind != 'compile' else None
     except re.error as e:
         print(f'{path}: bad regex {arg!r}: {e}', file=sys.stderr)
         return 2
@@ -65,6 +70,14 @@ def run_test(path: pathlib.Path, command: list[str]) -> int:
     if not pattern.search(output):
         print(f'FAIL {path.name}: it failed to compile, but no diagnostic matches {arg!r}:\n{shown}\n{output}')
         return 1
+    if kind == 'first-error':
+        first_error = next((line for line in output.splitlines() if ERROR_LINE.search(line)), '')
+        if not pattern.search(first_error):
+            print(f'FAIL {path.name}: {arg!r} matches a diagnostic, but not the first error, which is:\n{first_error}\n'
+                  f'{shown}\n{output}')
+            return 1
+        print(f'ok {path.name}: fails to compile, and the first error matches {arg!r}')
+        return 0
     print(f'ok {path.name}: fails to compile with a diagnostic matching {arg!r}')
     return 0
 
