@@ -39,6 +39,21 @@ private:
   std::exception_ptr failure_;
 };
 
+//! The completion of an operation that finished before its call returned (a small host-backend copy). One object
+//! serves every such future, through a shared_ptr that owns nothing (the aliasing constructor), so that issuing one
+//! allocates nothing and counts no references.
+class done_completion final : public completion {
+public:
+  bool ready() override { return true; }
+  void wait() override {}
+  [[nodiscard]] bool waits_when_dropped() const noexcept override { return false; }
+};
+
+[[nodiscard]] inline std::shared_ptr<completion> completed() noexcept {
+  static done_completion done;
+  return std::shared_ptr<completion>(std::shared_ptr<void>(), &done);
+}
+
 //! The completion of a stream-ordered operation, kept inside its symm::future so that issuing one allocates nothing:
 //! the stream, the operation's name and caller (for errors), and whether the stream was being captured into a graph
 //! when it was issued. What ready() and wait() do lives with the CUDA backend (detail/backend/cuda/cuda_heap.hpp,
