@@ -1,7 +1,8 @@
 // bench_host: what host-side calls cost on the host backend (no GPU needed): PE 0 puts `bytes` into PE 1's array,
-// `iters` times, as a blocking put and as put_nbi whose futures are waited one by one (wait_each), kept and completed
-// by one quiet() (keep_then_quiet) or dropped (drop_then_quiet). Microseconds per put: the median and spread of
-// --reps timed repetitions, after one untimed one. PE 1 only waits at the barriers around each point.
+// up to `iters` times (fewer for large sizes: at most 256 MiB per repetition), as a blocking put and as put_nbi whose
+// futures are waited one by one (wait_each), kept and completed by one quiet() (keep_then_quiet) or dropped
+// (drop_then_quiet). Microseconds per put: the median and spread of --reps timed repetitions, after one untimed one.
+// PE 1 only waits at the barriers around each point.
 //
 //   bench_host [--reps R] [--iters N] [--sizes 8,4096,...] [--round R]
 //
@@ -23,7 +24,7 @@ namespace {
 struct options {
   int reps = 7;
   long long iters = 20000;
-  std::vector<std::size_t> sizes{8, 64, 512, 4096, 32768, 262144};
+  std::vector<std::size_t> sizes{8, 64, 512, 4096, 32768, 262144, 2097152};
   int round = 1;
 };
 
@@ -50,9 +51,15 @@ options parse(int argc, char** argv) {
   return o;
 }
 
-//! Runs `body` (iters puts) reps + 1 times on PE 0, the first untimed; returns the microseconds per put of each.
+//! Puts per repetition at `bytes`: --iters, but at most 256 MiB moved (and at least 20 puts).
+long long iters_for(const options& o, std::size_t bytes) {
+  return std::min(o.iters,
+                  std::max(20LL, static_cast<long long>((std::size_t{256} << 20) / std::max<std::size_t>(bytes, 1))));
+}
+
+//! Runs `body` (`iters` puts) reps + 1 times on PE 0, the first untimed; returns the microseconds per put of each.
 template <class Body>
-std::vector<double> time_puts(symm::world& world, const options& o, Body&& body) {
+std::vector<double> time_puts(symm::world& world, const options& o, long long iters, Body&& body) {
   std::vector<double> per_put;
   for (int rep = 0; rep <= o.reps; ++rep) {
     world.barrier();
@@ -60,18 +67,19 @@ std::vector<double> time_puts(symm::world& world, const options& o, Body&& body)
       const auto start = std::chrono::steady_clock::now();
       body();
       const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
-      if (rep > 0) per_put.push_back(took.count() / static_cast<double>(o.iters));
+      if (rep > 0) per_put.push_back(took.count() / static_cast<double>(iters));
     }
   }
   world.barrier();
   return per_put;
 }
 
-void emit(const options& o, const char* benchmark, const char* scope, std::size_t bytes, std::vector<double> us) {
+void emit(const options& o, long long iters, const char* benchmark, const char* scope, std::size_t bytes,
+          std::vector<double> us) {
   if (us.empty()) return;
   std::sort(us.begin(), us.end());
   const double median = us[us.size() / 2], low = us.front(), p90 = us[std::min(us.size() - 1, us.size() * 9 / 10)];
-  fmt::print("symm,{},{},2,{},{},{:.4f},{:.4f},{:.4f},{:.3f},{},0,1,host backend\n", benchmark, scope, bytes, o.iters,
+  fmt::print("symm,{},{},2,{},{},{:.4f},{:.4f},{:.4f},{:.3f},{},0,1,host backend\n", benchmark, scope, bytes, iters,
              median, low, p90, static_cast<double>(bytes) / (median * 1e3), o.round);
 }
 
@@ -92,30 +100,31 @@ int main(int argc, char** argv) {
                  for (const std::size_t bytes : o.sizes) {
                    const auto from = std::span<const std::byte>(src.data(), bytes);
                    const auto to = symm::remote(dst, 1).first(bytes);
-                   auto blocking = time_puts(world, o, [&] {
-                     for (long long i = 0; i < o.iters; ++i)
+                   const long long iters = iters_for(o, bytes);
+                   auto blocking = time_puts(world, o, iters, [&] {
+                     for (long long i = 0; i < iters; ++i)
                        symm::put(to, from);
                    });
-                   auto wait_each = time_puts(world, o, [&] {
-                     for (long long i = 0; i < o.iters; ++i)
+                   auto wait_each = time_puts(world, o, iters, [&] {
+                     for (long long i = 0; i < iters; ++i)
                        symm::put_nbi(to, from).wait();
                    });
-                   auto keep = time_puts(world, o, [&] {
-                     for (long long i = 0; i < o.iters; ++i)
+                   auto keep = time_puts(world, o, iters, [&] {
+                     for (long long i = 0; i < iters; ++i)
                        kept.push_back(symm::put_nbi(to, from));
                      symm::quiet();
                      kept.clear();
                    });
-                   auto drop = time_puts(world, o, [&] {
-                     for (long long i = 0; i < o.iters; ++i)
+                   auto drop = time_puts(world, o, iters, [&] {
+                     for (long long i = 0; i < iters; ++i)
                        (void) symm::put_nbi(to, from);
                      symm::quiet();
                    });
                    if (emits) {
-                     emit(o, "host_put", "blocking", bytes, std::move(blocking));
-                     emit(o, "host_put_nbi", "wait_each", bytes, std::move(wait_each));
-                     emit(o, "host_put_nbi", "keep_then_quiet", bytes, std::move(keep));
-                     emit(o, "host_put_nbi", "drop_then_quiet", bytes, std::move(drop));
+                     emit(o, iters, "host_put", "blocking", bytes, std::move(blocking));
+                     emit(o, iters, "host_put_nbi", "wait_each", bytes, std::move(wait_each));
+                     emit(o, iters, "host_put_nbi", "keep_then_quiet", bytes, std::move(keep));
+                     emit(o, iters, "host_put_nbi", "drop_then_quiet", bytes, std::move(drop));
                      std::fflush(stdout);
                    }
                  }

@@ -70,8 +70,10 @@ struct launcher_info {
 namespace detail {
 
 inline constexpr std::size_t default_heap_size = std::size_t{256} << 20;
-//! Host backend: non-blocking copies up to this size are made by the calling thread (world_state::copy_async).
-inline constexpr std::size_t host_inline_copy_bytes = std::size_t{16} << 10;
+//! Host backend: non-blocking copies up to this size are made by the calling thread (world_state::copy_async): on the
+//! 2-core CPU machine 256 KiB took ~5 us to copy, which is what handing a copy to the engine's thread and hearing back
+//! cost there when busy (4.9 us), and a tenth of what it cost idle (~45 us; docs/benchmarks-host).
+inline constexpr std::size_t host_inline_copy_bytes = std::size_t{256} << 10;
 
 inline symm::backend choose_backend(const world_options& options) {
   if (options.backend) return *options.backend;
@@ -597,9 +599,9 @@ public:
     if (!engine_) {
       SYMM_THROW(errc::finalized, "PE {}: a non-blocking copy of {} bytes after the world's finalize", my_pe(), bytes);
     }
-    // Handing a copy to the engine's thread and learning that it is done costs ~5 us (a wake-up each way); a copy of
-    // up to host_inline_copy_bytes costs less than that here, so it is made now and its future is complete at once
-    // (benchmarks/bench_host.cpp: put_nbi of 8 B waited one by one 4.9 us -> 0.02 us).
+    // Handing a copy to the engine's thread and learning that it is done costs 5-45 us (a wake-up each way); a copy of
+    // up to host_inline_copy_bytes costs no more than that here, so it is made now and its future is complete at once
+    // (benchmarks/bench_host.cpp: put_nbi of 8 B waited one by one 46 us -> 0.014 us on an idle 2-core machine).
     if (bytes <= host_inline_copy_bytes) {
       std::memmove(dst, src, bytes);
       return completed();
