@@ -190,6 +190,19 @@ TEST_CASE("put_nbi and get_nbi complete through their futures and through quiet"
     for (int p = 0; p < n; ++p)
       PE_REQUIRE(got[static_cast<std::size_t>(p)] == mine);
     world.barrier(); // every PE's gets are done before anyone overwrites slot 0 below
+    // Host backend: a small nbi copy (up to 256 KiB) is made before the call returns; its future is ready at once.
+    {
+      auto small = symm::put_nbi(symm::remote(dst, (me + 1) % n).first(64), std::span(mine).first(64));
+      PE_REQUIRE(small.valid());
+      PE_REQUIRE(small.ready());
+      std::vector<std::uint32_t> back(64);
+      auto got_back = symm::get_nbi(back, symm::remote(dst, (me + 1) % n).first(64));
+      PE_REQUIRE(got_back.ready());
+      PE_REQUIRE(std::equal(back.begin(), back.end(), mine.begin()));
+      got_back.wait();
+      PE_REQUIRE(!got_back.valid());
+    }
+    world.barrier();
     // A future destroyed unwaited waits: the data is in place after its scope.
     { auto f = symm::put_nbi(symm::remote(dst, (me + 1) % n).first(count), mine); }
     world.barrier();
