@@ -184,6 +184,7 @@ public:
     world_->copy(std::ranges::data(destination), address_, size_bytes());
   }
 
+  //! Anything else as the destination: a compile error that says what to write.
   template <class Range>
     requires(!writable_contiguous_range_of<Range, value_type>)
   void get(Range&&) const { detail::diagnose_local_range<Range, value_type, true>(); }
