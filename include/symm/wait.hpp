@@ -235,12 +235,13 @@ SYMM_HOST_DEVICE bool any_included(cuda::std::span<T, E> words, cuda::std::span<
 
 #if SYMM_CUDA_COMPILATION()
 //! Device code: waits until `word <c> value` and returns the value seen; traps after SYMM_DEVICE_WAIT_TIMEOUT_NS, or
-//! (with `heap`, this PE's heap base) as soon as its world's failure word names a failed PE.
-template <class T>
+//! (with `heap...`, this PE's heap base) as soon as its world's failure word names a failed PE. Without a heap it
+//! prints why it trapped; with one it writes the trap record (device_wait_until's two forms).
+template <class T, class... Heap>
 SYMM_DEVICE SYMM_FORCEINLINE std::remove_cv_t<T>
-device_wait_word(T& word, cmp c, std::remove_cv_t<T> value, const char* what, int me, const std::byte* heap) {
+device_wait_word(T& word, cmp c, std::remove_cv_t<T> value, const char* what, int me, Heap... heap) {
   std::remove_cv_t<T> seen{};
-  device_wait_until([&] { return compare(seen = acquire_load(&word), c, value); }, what, me, -1, heap);
+  device_wait_until([&] { return compare(seen = acquire_load(&word), c, value); }, what, me, -1, heap...);
   return seen;
 }
 
@@ -267,7 +268,7 @@ template <class T>
 SYMM_HOST_DEVICE std::remove_cv_t<T> wait_until(T& word, cmp c, std::type_identity_t<std::remove_cv_t<T>> value) {
   detail::require_wait_word<T>();
   NV_IF_TARGET(
-      NV_IS_DEVICE, (return detail::device_wait_word(word, c, value, "symm::wait_until", -1, nullptr);), ({
+      NV_IS_DEVICE, (return detail::device_wait_word(word, c, value, "symm::wait_until", -1);), ({
         const auto& world = detail::host_wait_world("symm::wait_until");
         return detail::host_wait_until(world, detail::heap_owner(world, &word), &word, c, value, "symm::wait_until");
       }))
@@ -280,8 +281,9 @@ SYMM_HOST_DEVICE std::remove_cv_t<T> wait_until(T* word, cmp c, std::type_identi
 }
 
 //! wait_until on this PE's value of a symmetric scalar (host: a symm::scalar; device: its scalar_ref). In device code
-//! this form, unlike the one on a plain word, also ends when this PE's host side finds a peer failed: it prints "PE n
-//! failed" and traps within milliseconds of that (the scalar_ref leads the wait to its world's failure word).
+//! this form, unlike the one on a plain word, also ends when this PE's host side finds a peer failed: it traps within
+//! milliseconds of that, and this PE's host prints "PE n failed" (the scalar_ref leads the wait to its world's failure
+//! word and trap record).
 template <class T>
 SYMM_HOST_DEVICE std::remove_cv_t<T>
 wait_until(const scalar_ref<T>& word, cmp c, std::type_identity_t<std::remove_cv_t<T>> value) {

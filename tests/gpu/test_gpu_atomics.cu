@@ -1224,6 +1224,72 @@ TEST_CASE("a bounded host wait on GPU memory returns peer_failed when a PE dies"
   ::munmap(noticed, sizeof(std::atomic<int>));
 }
 
+//! Every thread of the grid gives up at once, as the waits of a deadlocked kernel would, into `probe` (a trap record
+//! of the test's) instead of trapping: exactly one may write it. Thread 0 of block 0 also reports where the heap's
+//! header leads a device wait of this PE: its world's own trap record (`found`).
+__global__ void
+trap_record_kernel(symm::scalar_ref<int> flag, std::uint32_t* claim, symm::detail::wait_trap_record* probe,
+                   symm::detail::wait_trap_record** found, unsigned* writers) {
+  const std::byte* heap = symm::detail::heap_base_of(&flag.local(), flag.element().offset());
+  if (blockIdx.x == 0 && threadIdx.x == 0) *found = symm::detail::wait_trap_record_of(heap);
+  if (symm::detail::record_wait_trap(claim, probe, symm::detail::wait_trap_reason::count_deadlock, "symm::sync_all",
+                                     flag.element().my_pe(), 1 - flag.element().my_pe(), 20000, 41, 42)) {
+    atomicAdd(writers, 1u);
+  }
+}
+
+TEST_CASE("a device wait that gives up leaves its trap record in host memory: one writer, every field, the world's "
+          "record in the heap's header",
+          "[gpu][wait][failure]") {
+  REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(2, [](symm::world& world) {
+    symm::scalar<int> flag(world, {.zeroed = true});
+    pe_stream s;
+    symm::detail::wait_trap_record* probe = nullptr;
+    GPU_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&probe), sizeof(*probe), cudaHostAllocMapped));
+    std::memset(static_cast<void*>(probe), 0, sizeof(*probe));
+    symm::detail::wait_trap_record* probe_on_device = nullptr;
+    GPU_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&probe_on_device), probe, 0));
+    symm::detail::wait_trap_record** found = nullptr;
+    unsigned* writers = nullptr;
+    std::uint32_t* claim = nullptr;
+    GPU_CHECK(cudaMalloc(&claim, sizeof(*claim)));
+    GPU_CHECK(cudaMemset(claim, 0, sizeof(*claim)));
+    GPU_CHECK(cudaMallocManaged(&found, sizeof(*found)));
+    GPU_CHECK(cudaMallocManaged(&writers, sizeof(*writers)));
+    *found = nullptr;
+    *writers = 0;
+    trap_record_kernel<<<4, 128, 0, s.stream>>>(flag, claim, probe_on_device, found, writers);
+    GPU_CHECK(cudaGetLastError());
+    GPU_CHECK(cudaStreamSynchronize(s.stream));
+    const int me = world.my_pe();
+    PE_REQUIRE_EQ(*writers, 1u);
+    PE_REQUIRE_EQ(probe->state, static_cast<std::uint32_t>(symm::detail::wait_trap_state::written));
+    PE_REQUIRE_EQ(probe->reason, static_cast<std::uint32_t>(symm::detail::wait_trap_reason::count_deadlock));
+    PE_REQUIRE_EQ(probe->pe, me);
+    PE_REQUIRE_EQ(probe->peer, 1 - me);
+    PE_REQUIRE(probe->block < 4u);
+    PE_REQUIRE(probe->thread < 128u);
+    PE_REQUIRE_EQ(probe->seen, 41u);
+    PE_REQUIRE_EQ(probe->wanted, 42u);
+    PE_REQUIRE_EQ(probe->timeout_ms, 20000u);
+    PE_REQUIRE_EQ(std::string(probe->what), std::string("symm::sync_all"));
+    PE_REQUIRE_EQ(probe->failure_code, 0u); // the wait writes nothing of the host's
+    // The world's record: the one a device wait of this PE finds through any view of the heap.
+    symm::detail::wait_trap_record* world_record = world.state()->cuda()->trap_record();
+    PE_REQUIRE(world_record != nullptr);
+    void* world_record_on_device = nullptr;
+    GPU_CHECK(cudaHostGetDevicePointer(&world_record_on_device, world_record, 0));
+    PE_REQUIRE(static_cast<void*>(*found) == world_record_on_device);
+    PE_REQUIRE(world.state()->cuda()->failure_word() == &world_record->failure_code);
+    PE_REQUIRE_EQ(world_record->state, static_cast<std::uint32_t>(symm::detail::wait_trap_state::free));
+    GPU_CHECK(cudaFree(claim));
+    GPU_CHECK(cudaFree(found));
+    GPU_CHECK(cudaFree(writers));
+    GPU_CHECK(cudaFreeHost(probe));
+    world.barrier();
+  }));
+}
+
 //! Thread 0 of PE 0: a bounded wait that only a dead peer's failure can end before its 10 s (nobody writes the word);
 //! how it ended goes to `status` (a wait_status, as an int).
 __global__ void dead_peer_wait_kernel(symm::scalar_ref<int> flag, symm::signal_ref sig, int kind, int* status) {

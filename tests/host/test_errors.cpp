@@ -1,5 +1,6 @@
 // Bad input on the host backend: each error names the PE and the values, and nothing hangs.
 #include <symm/detail/failure_monitor.hpp>
+#include <symm/detail/wait_trap_record.hpp>
 #include <symm/symm.hpp>
 
 #include <sys/stat.h>
@@ -11,6 +12,8 @@
 #include <chrono>
 #include <csignal>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -554,6 +557,97 @@ TEST_CASE("the failure monitor's stop joins at once, whatever its period, and as
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
   CHECK(asked.load() == 0);
   CHECK(word.load() == 0u);
+}
+
+TEST_CASE("the failure monitor's each_period runs every period, before and after a publish, until stop",
+          "[errors][faults][monitor]") {
+  std::atomic<int> failed{-1}, ticks{0}, published{0};
+  symm::detail::failure_monitor monitor(
+      std::chrono::milliseconds(2), [&] { return failed.load(); }, [&](int) { ++published; },
+      [&] {
+        if (++ticks % 3 == 0) throw std::runtime_error("a report failed this time"); // swallowed, not fatal
+      });
+  REQUIRE(eventually([&] { return ticks.load() >= 5; }, std::chrono::seconds(5)));
+  failed = 1;
+  REQUIRE(eventually([&] { return !monitor.running(); }, std::chrono::seconds(5))); // it stopped asking...
+  CHECK(monitor.published() == 1);
+  const int ticks_then = ticks.load();
+  REQUIRE(eventually([&] { return ticks.load() >= ticks_then + 5; }, std::chrono::seconds(5))); // ...not ticking
+  CHECK(published.load() == 1);
+  monitor.stop();
+  const int ticks_stopped = ticks.load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(ticks.load() == ticks_stopped);
+}
+
+namespace {
+//! A trap record as a device wait leaves it (detail::record_wait_trap), for the host side's report.
+symm::detail::wait_trap_record written_trap_record(symm::detail::wait_trap_reason reason, const char* what) {
+  symm::detail::wait_trap_record record{};
+  record.reason = static_cast<std::uint32_t>(reason);
+  record.pe = 2;
+  record.peer = 5;
+  record.block = 7;
+  record.thread = 33;
+  record.seen = 11;
+  record.wanted = 12;
+  record.timeout_ms = 20000;
+  std::strncpy(record.what, what, sizeof(record.what) - 1);
+  record.state = static_cast<std::uint32_t>(symm::detail::wait_trap_state::written);
+  return record;
+}
+
+//! What report_wait_trap printed, through a temporary file.
+std::string reported(symm::detail::wait_trap_record& record, bool& printed) {
+  std::FILE* out = std::tmpfile();
+  REQUIRE(out != nullptr);
+  printed = symm::detail::report_wait_trap(record, out);
+  std::rewind(out);
+  std::string text;
+  for (int c; (c = std::fgetc(out)) != EOF;)
+    text.push_back(static_cast<char>(c));
+  std::fclose(out);
+  return text;
+}
+} // namespace
+
+TEST_CASE("report_wait_trap prints a device wait's trap record once, in words that name the PEs and the wait",
+          "[errors][faults][monitor]") {
+  using symm::detail::wait_trap_reason;
+  bool printed = false;
+  SECTION("a deadlock on a counter") {
+    auto record = written_trap_record(wait_trap_reason::count_deadlock, "symm::sync_all");
+    CHECK(reported(record, printed) ==
+          "symm: PE 2 waited 20000 ms in symm::sync_all for PE 5 (block 7, thread 33; count 11, waiting for 12): "
+          "probable deadlock; the kernel trapped\n");
+    CHECK(printed);
+    CHECK(reported(record, printed).empty()); // once
+    CHECK_FALSE(printed);
+  }
+  SECTION("a deadlock") {
+    auto record = written_trap_record(wait_trap_reason::deadlock, "symm::signal_wait_until");
+    CHECK(reported(record, printed) == "symm: PE 2 waited 20000 ms in symm::signal_wait_until for PE 5 (block 7, "
+                                       "thread 33): probable deadlock; the kernel trapped\n");
+  }
+  SECTION("a failed peer") {
+    auto record = written_trap_record(wait_trap_reason::peer_failed, "symm::wait_until");
+    CHECK(reported(record, printed) == "symm: PE 2 waited in symm::wait_until: PE 5 failed (block 7, thread 33); the "
+                                       "kernel trapped\n");
+  }
+  SECTION("a record that no wait wrote yet prints nothing") {
+    auto record = written_trap_record(wait_trap_reason::deadlock, "symm::sync_all");
+    record.state = static_cast<std::uint32_t>(symm::detail::wait_trap_state::free); // the fields come first
+    CHECK(reported(record, printed).empty());
+    CHECK_FALSE(printed);
+    record.state = static_cast<std::uint32_t>(symm::detail::wait_trap_state::written); // then it prints
+    CHECK_FALSE(reported(record, printed).empty());
+  }
+  SECTION("a name without its terminating 0 is cut, not overrun") {
+    auto record = written_trap_record(wait_trap_reason::peer_failed, "");
+    std::memset(record.what, 'x', sizeof(record.what));
+    const std::string text = reported(record, printed);
+    CHECK(text.find(std::string(symm::detail::wait_trap_what_bytes - 1, 'x') + ":") != std::string::npos);
+  }
 }
 
 TEST_CASE("liveness::failed_peer names a failed, finalized or vanished PE without throwing",

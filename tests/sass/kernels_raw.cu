@@ -6,6 +6,7 @@
 // RAW_PE_CHECK: 1 adds the same PE range check as symm::remote() at SYMM_CHECK >= 1 (one per remote address
 // computation, written where a careful hand-written program would put it: once, before the loop).
 #include <cooperative_groups.h>
+#include <cuda/atomic>
 
 #include <cstddef>
 #include <cstdint>
@@ -173,15 +174,41 @@ extern "C" __global__ void warp_put_loop(void* const* peers, std::size_t offset_
 // The device barrier of a careful hand-written program (as detail::barrier_round): the channel's flags of PE pe are
 // n arrival words and an epoch at system_offset + channel * (n + 1) words in pe's heap; thread `rank` signals and
 // awaits PEs me + 1 + rank, me + 1 + rank + count, ... (mod n), with a release fence before its stores and acquire
-// polls bounded by a timer, whose expiry prints (out of line) and traps, and by a failure word the host writes when a
-// peer dies (its address at the start of this PE's heap), read where the timer is.
+// polls bounded by a timer and by a failure word the host writes when a peer dies (its address at the start of this
+// PE's heap), read where the timer is. A wait that gives up claims a word of the heap's header, writes why into a
+// record in mapped host memory (the failure word is its first member) and traps: no call, which would slow every fence.
 namespace {
 constexpr unsigned long long raw_wait_timeout_ns = 20000000000ull;
-[[noreturn]] __device__ __noinline__ void
-raw_report_deadlock(const char* what, int me, int peer, unsigned long long seen, unsigned long long want) {
-  printf("PE %d waited %llu ms in %s for PE %d (block %d, thread %d; count %llu, waiting for %llu)\n", me,
-         raw_wait_timeout_ns / 1000000, what, peer, static_cast<int>(blockIdx.x), static_cast<int>(threadIdx.x), seen,
-         want);
+struct alignas(16) raw_trap_record {
+  unsigned failure_code, state, reason;
+  int pe, peer;
+  unsigned block, thread, reported;
+  unsigned long long seen, wanted, timeout_ms;
+  char what[96];
+};
+[[noreturn]] __device__ __forceinline__ void
+raw_give_up(const unsigned char* heap, unsigned reason, const char* what, int me, int peer, unsigned long long seen = 0,
+            unsigned long long want = 0) {
+  raw_trap_record* record = *reinterpret_cast<raw_trap_record* const*>(heap);
+  if (record != nullptr) {
+    auto* claim = reinterpret_cast<unsigned*>(const_cast<unsigned char*>(heap) + 8);
+    if (cuda::atomic_ref<unsigned, cuda::thread_scope_device>(*claim).exchange(1u, cuda::memory_order_relaxed) == 0) {
+      record->reason = reason;
+      record->pe = me;
+      record->peer = peer;
+      record->block = blockIdx.x;
+      record->thread = threadIdx.x;
+      record->seen = seen;
+      record->wanted = want;
+      record->timeout_ms = raw_wait_timeout_ns / 1000000;
+      std::size_t i = 0;
+#pragma unroll 1
+      for (; i + 1 < sizeof(record->what) && what != nullptr && what[i] != '\0'; ++i)
+        record->what[i] = what[i];
+      record->what[i] = '\0';
+      cuda::atomic_ref<unsigned, cuda::thread_scope_system>(record->state).store(1u, cuda::memory_order_release);
+    }
+  }
   __trap();
   __builtin_unreachable();
 }
@@ -201,12 +228,6 @@ __device__ __forceinline__ unsigned long long raw_load_acquire_sys(const unsigne
 __device__ __forceinline__ void raw_fence_release_sys() {
   asm volatile("fence.release.sys;" ::: "memory");
 }
-[[noreturn]] __device__ __noinline__ void raw_report_failed(const char* what, int me, int failed) {
-  printf("PE %d waited in %s: PE %d failed (block %d, thread %d)\n", me, what, failed, static_cast<int>(blockIdx.x),
-         static_cast<int>(threadIdx.x));
-  __trap();
-  __builtin_unreachable();
-}
 // The failed PE the host side wrote (failed PE + 1) into the word whose address lies at the start of this PE's heap
 // (`heap`), or -1: two loads, the second at system scope (the host writes the word while kernels run).
 __device__ __forceinline__ int raw_failed_peer(const unsigned char* heap) {
@@ -224,8 +245,9 @@ __device__ __forceinline__ void raw_wait_for_count(const unsigned long long* wor
     if ((polls & 1023u) != 0) continue;
     const unsigned long long now = raw_timer_ns();
     if (start == 0) start = now;
-    else if (now - start > raw_wait_timeout_ns) raw_report_deadlock("barrier", me, peer, seen, want);
-    if (const int failed = raw_failed_peer(heap); failed >= 0) raw_report_failed("barrier", me, failed);
+    const bool late = now - start > raw_wait_timeout_ns;
+    const int failed = late ? -1 : raw_failed_peer(heap);
+    if (late || failed >= 0) raw_give_up(heap, late ? 2 : 3, "barrier", me, late ? peer : failed, seen, want);
   }
 }
 } // namespace

@@ -90,8 +90,8 @@ extern "C" __global__ void warp_put_loop(symm::device_array<float> u, int pe, st
 
 // (9) a block's device barriers in a loop (barrier_session::barrier): per round one system-scope release fence
 // (MEMBAR.ALL.SYS, no L1 invalidate), one relaxed arrival store per peer and acquire polls; the flags of the first
-// peer looked up once per session. The wait's deadlock reporter (printf, out of line, cold) gives both kernels the
-// same stack frame, which compare_sass.py allows here alone.
+// peer looked up once per session. A wait that gives up writes the trap record and traps, in both kernels: no call,
+// no stack frame, and so no extra MEMBAR.ALL.CTA before the release fence (detail/wait_trap_record.hpp).
 extern "C" __global__ void barrier_block_loop(symm::world_ref w, int channel, long long iters) {
   symm::barrier_session bar(cg::this_thread_block(), w, channel);
   for (long long i = 0; i < iters; ++i)

@@ -40,14 +40,18 @@ inline std::chrono::milliseconds failure_poll_from_env() {
 }
 
 //! A background thread that every `period` calls `failed_peer()` (the failed PE's number, or a negative number while
-//! none failed) and, the first time it names a PE, calls `publish(pe)` once and ends. Neither may block for long; an
-//! exception from either is swallowed (a throwing source counts as "none failed this time"): nothing escapes the
-//! thread. stop() (and the destructor) wakes and joins it at once, however long the period: call it before whatever
-//! `publish` writes into goes away.
+//! none failed) and, the first time it names a PE, calls `publish(pe)` once and stops asking. With `each_period`,
+//! it also calls that every period, before asking, until stop() (after the publish too: a kernel that traps because
+//! of the failure does so after it); without, the thread ends at the publish. None may block for long; an exception
+//! from any is swallowed (a throwing source counts as "none failed this time"): nothing escapes the thread. stop()
+//! (and the destructor) wakes and joins it at once, however long the period: call it before whatever the functions
+//! use goes away.
 class failure_monitor {
 public:
-  failure_monitor(std::chrono::milliseconds period, std::function<int()> failed_peer, std::function<void(int)> publish)
-      : period_(period), failed_peer_(std::move(failed_peer)), publish_(std::move(publish)) {
+  failure_monitor(std::chrono::milliseconds period, std::function<int()> failed_peer, std::function<void(int)> publish,
+                  std::function<void()> each_period = {})
+      : period_(period), failed_peer_(std::move(failed_peer)), publish_(std::move(publish)),
+        each_period_(std::move(each_period)) {
     if (period_.count() <= 0) period_ = std::chrono::milliseconds(1);
     thread_ = std::thread([this] { run(); });
   }
@@ -68,7 +72,7 @@ public:
   //! The PE it published, or -1 while it has published none.
   [[nodiscard]] int published() const noexcept { return published_.load(std::memory_order_acquire); }
 
-  //! Whether the thread still runs (false once it published, or after stop()).
+  //! Whether the thread still asks about failures (false once it published, or after stop()).
   [[nodiscard]] bool running() const noexcept { return !finished_.load(std::memory_order_acquire); }
 
 private:
@@ -77,29 +81,40 @@ private:
     while (!stopping_) {
       if (wake_.wait_for(lock, period_, [this] { return stopping_; })) break;
       lock.unlock();
-      int pe = -1;
-      try {
-        pe = failed_peer_();
-      } catch (...) {
-        pe = -1;
-      }
-      if (pe >= 0) {
+      if (each_period_) {
         try {
-          publish_(pe);
+          each_period_();
         } catch (...) {
         }
-        published_.store(pe, std::memory_order_release);
-        finished_.store(true, std::memory_order_release);
-        return;
       }
+      if (!finished_.load(std::memory_order_relaxed)) ask();
+      if (finished_.load(std::memory_order_relaxed) && !each_period_) return;
       lock.lock();
     }
+    finished_.store(true, std::memory_order_release);
+  }
+
+  //! One question to failed_peer, and the publish when it names a PE.
+  void ask() noexcept {
+    int pe = -1;
+    try {
+      pe = failed_peer_();
+    } catch (...) {
+      pe = -1;
+    }
+    if (pe < 0) return;
+    try {
+      publish_(pe);
+    } catch (...) {
+    }
+    published_.store(pe, std::memory_order_release);
     finished_.store(true, std::memory_order_release);
   }
 
   std::chrono::milliseconds period_;
   std::function<int()> failed_peer_;
   std::function<void(int)> publish_;
+  std::function<void()> each_period_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;

@@ -868,15 +868,20 @@ private:
 
 #if SYMM_CUDA_BACKEND()
   //! Every `period` (0: never) the monitor asks the liveness check, from its own thread, whether another PE failed; the
-  //! first PE it names goes into the failure word, failed PE + 1, where this PE's kernels' waits see it.
-  //! Never throws: a monitor that cannot start (no thread left) costs the kernels their early news, not the world.
+  //! first PE it names goes into the failure word, failed PE + 1, where this PE's kernels' waits see it. Every period
+  //! it also prints why a kernel's wait trapped, once one did (the trap record), so a world of one PE has one too:
+  //! a program that ends at the CUDA error of its trapped kernel would otherwise never say why (the heap's teardown
+  //! prints it too, when the monitor did not). Never throws: a monitor that cannot start (no thread left) costs the
+  //! kernels their early news, not the world.
   void start_failure_monitor(std::chrono::milliseconds period) noexcept {
     std::uint32_t* word = cuda_->failure_word();
-    if (period.count() <= 0 || word == nullptr || job_.n_pes < 2) return;
+    wait_trap_record* record = cuda_->trap_record();
+    if (period.count() <= 0 || word == nullptr || record == nullptr) return;
     try {
       monitor_ = std::make_unique<failure_monitor>(
           period, [this] { return live_.failed_peer(); },
-          [word](int pe) { std::atomic_ref<std::uint32_t>(*word).store(failure_code(pe), std::memory_order_release); });
+          [word](int pe) { std::atomic_ref<std::uint32_t>(*word).store(failure_code(pe), std::memory_order_release); },
+          [record] { report_wait_trap(*record, stderr); });
     } catch (const std::exception& e) {
       std::fprintf(stderr,
                    "symm: PE %d: warning: the failure monitor did not start (%s): this PE's kernels see a failed peer "

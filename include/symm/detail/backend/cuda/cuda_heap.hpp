@@ -15,6 +15,7 @@
 #include <symm/detail/device_wait.hpp>
 #include <symm/detail/env.hpp>
 #include <symm/detail/job_layout.hpp>
+#include <symm/detail/wait_trap_record.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -151,14 +152,16 @@ public:
     // A fresh heap reads as zeros, like the host backend's, so that signals and flags start at 0.
     std::byte* const mine = bases_[static_cast<std::size_t>(job.pe)];
     SYMM_TRY_CUDA(cudaMemsetAsync(mine, 0, heap_bytes_, stream_));
-    // The failure word (detail/device_wait.hpp): host memory that this PE's kernels read and its failure monitor writes
-    // while they run, so no write waits behind a kernel. Its device address goes into the heap's header, where every
-    // device wait that holds a view of the heap finds it. Pinned now, before any kernel of this job runs.
-    SYMM_TRY_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&failure_word_), sizeof(std::uint32_t),
+    // The trap record, whose first member is the failure word (detail/wait_trap_record.hpp): host memory that this
+    // PE's kernels read (the word) and write (why a wait trapped) and its host side writes (the word) and reads while
+    // they run, or after a trap ended the context. Its device address goes into the heap's header, where every device
+    // wait that holds a view of the heap finds it. Pinned now, before any kernel of this job runs.
+    SYMM_TRY_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&trap_record_), sizeof(wait_trap_record),
                                 cudaHostAllocMapped | cudaHostAllocPortable));
-    std::atomic_ref<std::uint32_t>(*failure_word_).store(0, std::memory_order_relaxed);
+    std::memset(static_cast<void*>(trap_record_), 0, sizeof(wait_trap_record));
+    std::atomic_thread_fence(std::memory_order_release);
     void* device_word = nullptr;
-    SYMM_TRY_CUDA(cudaHostGetDevicePointer(&device_word, failure_word_, 0));
+    SYMM_TRY_CUDA(cudaHostGetDevicePointer(&device_word, trap_record_, 0));
     SYMM_TRY_CUDA(cudaMemcpyAsync(
         mine + failure_slot_offset, &device_word, sizeof(device_word), cudaMemcpyHostToDevice, stream_));
     SYMM_TRY_CUDA(cudaStreamSynchronize(stream_));
@@ -172,7 +175,11 @@ public:
     nvshmem_.reset(); // collective (unless abandoned), while the stream and the table still exist
 #endif
     if (device_table_ != nullptr) SYMM_ASSERT_CUDA(cudaFree(device_table_));
-    if (failure_word_ != nullptr) SYMM_ASSERT_CUDA(cudaFreeHost(failure_word_));
+    if (trap_record_ != nullptr) {
+      // A kernel's wait that trapped and that the failure monitor did not report (no monitor, or the trap came last).
+      report_wait_trap(*trap_record_, stderr);
+      SYMM_ASSERT_CUDA(cudaFreeHost(trap_record_));
+    }
     if (stream_ != nullptr) SYMM_ASSERT_CUDA(cudaStreamDestroy(stream_));
   }
 
@@ -210,7 +217,12 @@ public:
   //! This PE's failure word (mapped pinned host memory; detail/device_wait.hpp): 0, or a failed PE's number + 1 once
   //! the world's failure monitor found one. The monitor must stop before this heap goes away.
   [[nodiscard]] std::uint32_t* failure_word() const noexcept {
-    return failure_word_;
+    return trap_record_ != nullptr ? &trap_record_->failure_code : nullptr;
+  }
+  //! This PE's trap record (detail/wait_trap_record.hpp), which holds the failure word: why a kernel's wait trapped,
+  //! readable after the trap. Null only before the constructor allocated it.
+  [[nodiscard]] wait_trap_record* trap_record() const noexcept {
+    return trap_record_;
   }
   //! The stream host-side operations without a stream argument use (non-blocking with respect to stream 0).
   [[nodiscard]] cudaStream_t stream() const noexcept {
@@ -388,7 +400,7 @@ private:
   std::vector<std::optional<peer_mapping>> peers_;
   std::vector<std::byte*> bases_;
   std::byte** device_table_ = nullptr;
-  std::uint32_t* failure_word_ = nullptr;
+  wait_trap_record* trap_record_ = nullptr;
   std::size_t heap_bytes_ = 0;
   unsigned collective_block_limit_ = 1;
 #if SYMM_NVSHMEM_BACKEND()
