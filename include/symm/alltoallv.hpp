@@ -251,7 +251,6 @@ public:
     stream_.wait();
     report();
   }
-  bool waits_when_dropped() const noexcept override { return false; }
 
 private:
   void report() const {

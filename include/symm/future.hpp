@@ -3,8 +3,6 @@
 
 #include <symm/detail/completion.hpp>
 
-#include <cstdio>
-#include <exception>
 #include <memory>
 #include <utility>
 
@@ -16,10 +14,10 @@ class future;
 //! Completion of one non-blocking operation (put_nbi, get_nbi, on-stream operations).
 //!
 //! Move-only. `wait()` blocks until the operation is complete (a put's data is in place at the target PE, a get's in
-//! the local buffer) and rethrows the operation's error, if any. `ready()` polls. Destroying a future that was not
-//! waited for waits (errors are then reported on stderr, since destructors do not throw), except the future of a
-//! stream-ordered operation (`symm::put(stream, ...)`), whose completion the stream already orders; `symm::quiet()`
-//! completes every outstanding operation of the PE, future or not.
+//! the local buffer) and rethrows the operation's error, if any. `ready()` polls. Dropping a future (destroying it, or
+//! assigning over it, unwaited) never waits, on every backend: the operation goes on, and `symm::quiet()` (or a
+//! barrier) completes it with every other outstanding operation of the PE, as OpenSHMEM's nbi calls are completed;
+//! until then a put's source must not change and a get's destination must stay allocated.
 template <>
 class [[nodiscard]] future<void> {
 public:
@@ -30,7 +28,6 @@ public:
   future(future&& other) noexcept : done_(std::move(other.done_)), stream_(std::exchange(other.stream_, {})) {}
   future& operator=(future&& other) noexcept {
     if (this != &other) {
-      finish_quietly();
       done_ = std::move(other.done_);
       stream_ = std::exchange(other.stream_, {});
     }
@@ -38,7 +35,7 @@ public:
   }
   future(const future&) = delete;
   future& operator=(const future&) = delete;
-  ~future() { finish_quietly(); }
+  ~future() = default; // never waits (see above)
 
   //! Whether this future refers to an operation (false after wait() or a move).
   [[nodiscard]] bool valid() const noexcept { return done_ != nullptr || stream_.operations != nullptr; }
@@ -60,19 +57,6 @@ public:
   }
 
 private:
-  void finish_quietly() noexcept {
-    stream_ = {}; // the stream orders what follows a stream operation: nothing to wait for
-    if (!done_ || !done_->waits_when_dropped()) {
-      done_.reset();
-      return;
-    }
-    try {
-      wait();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "symm: an unwaited future's operation failed: %s\n", e.what());
-    }
-  }
-
   std::shared_ptr<detail::completion> done_;
   detail::stream_state stream_;
 };

@@ -3,10 +3,13 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <complex>
 #include <cstdint>
+#include <memory>
 #include <ranges>
 #include <span>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -203,11 +206,74 @@ TEST_CASE("put_nbi and get_nbi complete through their futures and through quiet"
       PE_REQUIRE(!got_back.valid());
     }
     world.barrier();
-    // A future destroyed unwaited waits: the data is in place after its scope.
+    // A dropped future does not wait; the barrier (a quiet, then the meeting) completes its put.
     { auto f = symm::put_nbi(symm::remote(dst, (me + 1) % n).first(count), mine); }
     world.barrier();
     auto from_left = random_values<std::uint32_t>(count, static_cast<std::uint64_t>((me + n - 1) % n));
     PE_REQUIRE(std::equal(from_left.begin(), from_left.end(), dst.local().begin()));
+    world.barrier();
+  }));
+}
+
+namespace {
+//! An operation that never completes by itself: whatever waits on it waits until `release`, and says it waited.
+class held_completion final : public symm::detail::completion {
+public:
+  explicit held_completion(std::atomic<int>& waits) : waits_(waits) {}
+  bool ready() override { return released_.load(); }
+  void wait() override {
+    ++waits_;
+    released_.wait(false);
+  }
+  void release() {
+    released_ = true;
+    released_.notify_all();
+  }
+
+private:
+  std::atomic<int>& waits_;
+  std::atomic<bool> released_{false};
+};
+} // namespace
+
+TEST_CASE("dropping a future never waits for its operation; wait() does", "[rma][future]") {
+  std::atomic<int> waits{0};
+  auto held = std::make_shared<held_completion>(waits);
+  { symm::future<> dropped(held); } // would hang here if the destructor waited
+  {
+    symm::future<> assigned_over(held);
+    assigned_over = symm::future<>(); // dropping by assignment: no wait either
+    CHECK_FALSE(assigned_over.valid());
+  }
+  CHECK(waits.load() == 0);
+  symm::future<> kept(held);
+  CHECK_FALSE(kept.ready());
+  std::thread releaser([&] {
+    while (waits.load() == 0)
+      std::this_thread::yield();
+    held->release();
+  });
+  kept.wait(); // returns once released
+  releaser.join();
+  CHECK(waits.load() == 1);
+  CHECK_FALSE(kept.valid());
+}
+
+TEST_CASE("a dropped host put_nbi of a copy-thread size completes by quiet()", "[rma][future]") {
+  REQUIRE_NOTHROW(on_pes(2, [](symm::world& world) {
+    const int me = world.my_pe(), peer = 1 - me;
+    const std::size_t count = (std::size_t{1} << 20) / sizeof(std::uint64_t); // 1 MiB: the PE's copy thread
+    symm::array<std::uint64_t> dst(world, count);
+    std::vector<std::uint64_t> mine(count);
+    for (std::size_t i = 0; i < count; ++i)
+      mine[i] = (static_cast<std::uint64_t>(me) << 32) + i;
+    world.barrier();
+    (void) symm::put_nbi(symm::remote(dst, peer), mine); // dropped at once
+    symm::quiet();
+    world.barrier();
+    for (std::size_t i = 0; i < count; i += 4099)
+      PE_REQUIRE_EQ(dst.local()[i], (static_cast<std::uint64_t>(peer) << 32) + i);
+    PE_REQUIRE_EQ(dst.local()[count - 1], (static_cast<std::uint64_t>(peer) << 32) + count - 1);
     world.barrier();
   }));
 }

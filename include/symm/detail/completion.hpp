@@ -17,8 +17,6 @@ public:
   [[nodiscard]] virtual bool ready() = 0;
   //! Blocks until complete; rethrows the operation's error, if it had one.
   virtual void wait() = 0;
-  //! Whether a future dropped unwaited must wait (false where something else, a stream, already orders completion).
-  [[nodiscard]] virtual bool waits_when_dropped() const noexcept { return true; }
 };
 
 class flag_completion final : public completion {
@@ -46,7 +44,6 @@ class done_completion final : public completion {
 public:
   bool ready() override { return true; }
   void wait() override {}
-  [[nodiscard]] bool waits_when_dropped() const noexcept override { return false; }
 };
 
 [[nodiscard]] inline std::shared_ptr<completion> completed() noexcept {

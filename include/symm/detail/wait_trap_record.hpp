@@ -49,13 +49,14 @@ struct alignas(16) wait_trap_record {
   std::int32_t peer;    //!< the PE it waited for (deadlocks; -1: none), or the failed PE
   std::uint32_t block;
   std::uint32_t thread;
-  std::uint32_t reported; //!< set by the host once it printed the record
-  std::uint64_t seen;     //!< count_deadlock: the count last seen
-  std::uint64_t wanted;   //!< count_deadlock: the count waited for
+  std::uint32_t reported;   //!< set by the host once it printed the record
+  std::uint64_t seen;       //!< count_deadlock: the count last seen
+  std::uint64_t wanted;     //!< count_deadlock: the count waited for
   std::uint64_t timeout_ms; //!< the kernel's SYMM_DEVICE_WAIT_TIMEOUT_NS, in ms (the host's may differ)
   char what[wait_trap_what_bytes];
 };
-static_assert(offsetof(wait_trap_record, failure_code) == 0, "device waits read the failure word at the record's address");
+static_assert(offsetof(wait_trap_record, failure_code) == 0, "device waits read the failure word at the record's "
+                                                             "address");
 static_assert(sizeof(wait_trap_record) == 160 && std::is_trivially_copyable_v<wait_trap_record>);
 
 #if SYMM_CUDA_COMPILATION()
@@ -63,10 +64,9 @@ static_assert(sizeof(wait_trap_record) == 160 && std::is_trivially_copyable_v<wa
 //! up sets it: a device-scope exchange, since atomics on host memory need PCIe AtomicOps that not every host has) and,
 //! when this thread won it, writes why. No call and no local memory (see the top of this file). The written state is
 //! a system-scope release, so the host that sees it sees the fields. Returns whether this thread wrote the record.
-SYMM_DEVICE SYMM_FORCEINLINE bool record_wait_trap(std::uint32_t* claim, wait_trap_record* record,
-                                                   wait_trap_reason reason, const char* what, int pe, int peer,
-                                                   std::uint64_t timeout_ms, std::uint64_t seen = 0,
-                                                   std::uint64_t wanted = 0) {
+SYMM_DEVICE SYMM_FORCEINLINE bool
+record_wait_trap(std::uint32_t* claim, wait_trap_record* record, wait_trap_reason reason, const char* what, int pe,
+                 int peer, std::uint64_t timeout_ms, std::uint64_t seen = 0, std::uint64_t wanted = 0) {
   if (cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>(*claim).exchange(1u, cuda::memory_order_relaxed) != 0)
     return false;
   record->reason = static_cast<std::uint32_t>(reason);
@@ -98,7 +98,8 @@ inline bool report_wait_trap(wait_trap_record& record, std::FILE* out) noexcept 
   }
   if (std::atomic_ref<std::uint32_t>(record.reported).exchange(1, std::memory_order_acq_rel) != 0) return false;
   char what[wait_trap_what_bytes];
-  for (std::size_t i = 0; i < wait_trap_what_bytes; ++i) what[i] = record.what[i];
+  for (std::size_t i = 0; i < wait_trap_what_bytes; ++i)
+    what[i] = record.what[i];
   what[wait_trap_what_bytes - 1] = '\0';
   const auto timeout_ms = static_cast<unsigned long long>(record.timeout_ms);
   switch (static_cast<wait_trap_reason>(record.reason)) {

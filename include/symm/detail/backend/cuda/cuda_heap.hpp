@@ -99,7 +99,6 @@ public:
   explicit stream_completion(const stream_state& state) noexcept : state_(state) {}
   bool ready() override { return stream_operation_behaviour::ready(state_); }
   void wait() override { stream_operation_behaviour::wait(state_); }
-  bool waits_when_dropped() const noexcept override { return false; }
 
 private:
   stream_state state_;
