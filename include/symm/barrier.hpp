@@ -130,7 +130,7 @@ SYMM_DEVICE SYMM_FORCEINLINE void barrier_round(const Group& group, const world_
       peer = next(peer);
     }
   }
-  group.sync();
+  sync_group(group); // not group.sync(): the polling threads' warps are diverged here (group.hpp, sync_group)
 }
 } // namespace detail
 
@@ -147,20 +147,20 @@ class barrier_session {
 public:
   SYMM_DEVICE barrier_session(const Group& group, const world_ref& w, int channel = 0)
       : group_(group), world_(w), channel_(channel) {
-    group_.sync(); // a previous session's saved epoch is visible to every thread
+    detail::sync_group(group_); // a previous session's saved epoch is visible to every thread
     flags_ = detail::lookup_barrier_flags(group_, w, channel);
     epoch_ = flags_.mine[w.n_pes()];
   }
   barrier_session(const barrier_session&) = delete;
   barrier_session& operator=(const barrier_session&) = delete;
   SYMM_DEVICE ~barrier_session() {
-    group_.sync(); // every thread has read the epoch before it is overwritten
+    detail::sync_group(group_); // every thread has read the epoch before it is overwritten
     if (group_.thread_rank() == 0) flags_.mine[world_.n_pes()] = epoch_;
   }
 
   //! Waits until the group of every PE reached the same sync(); writes before it are visible after it.
   SYMM_DEVICE void sync() {
-    group_.sync();
+    detail::sync_group(group_);
     detail::barrier_round(group_, world_, channel_, flags_, ++epoch_);
   }
   //! quiet() and sync(): every put the group issued before it is complete and visible on every PE after it. Device

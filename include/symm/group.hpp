@@ -4,6 +4,10 @@
 
 #include <symm/detail/config.hpp>
 
+#if SYMM_CUDA_COMPILATION()
+#  include <cooperative_groups.h>
+#endif
+
 #include <concepts>
 #include <type_traits>
 #include <utility>
@@ -31,6 +35,23 @@ SYMM_HOST_DEVICE constexpr single_thread this_thread() noexcept {
 }
 
 namespace detail {
+//! group.sync(), but __syncthreads() for a whole thread block. cooperative_groups' thread_block::sync() first asks
+//! whether the calling warp is converged (BRA.DIV) and, when it is not, as after a device wait that only some of its
+//! threads ran, takes a collective path (WARPSYNC.COLLECTIVE, then BAR.SYNC with a thread count); __syncthreads()
+//! reconverges the warp (WARPSYNC.ALL) and meets at the plain barrier. A block's device barrier round measured 1.125x
+//! raw's time with the former and 1.015x with the latter (H100, 5 interleaved rounds; docs/benchmarks.md).
+template <class G>
+SYMM_DEVICE SYMM_FORCEINLINE void sync_group(const G& group) {
+#if SYMM_CUDA_COMPILATION()
+  if constexpr (std::is_same_v<G, cooperative_groups::thread_block>) {
+    (void) group;
+    __syncthreads();
+    return;
+  }
+#endif
+  group.sync();
+}
+
 //! Whether `G` may call sync(): a grid may only under a cooperative launch, so grid-wide operations leave the
 //! synchronisation to the caller.
 template <class G>
@@ -55,7 +76,7 @@ public:
   SYMM_HOST_DEVICE constexpr explicit synced_group(const Group& group) noexcept : group_(group) {}
   SYMM_DEVICE auto thread_rank() const { return group_.thread_rank(); }
   SYMM_DEVICE auto num_threads() const { return group_.num_threads(); }
-  SYMM_DEVICE void sync() const { group_.sync(); }
+  SYMM_DEVICE void sync() const { detail::sync_group(group_); }
   //! The group without the added synchronisation: what the copy itself runs on.
   SYMM_HOST_DEVICE constexpr const Group& unsynced() const noexcept { return group_; }
 
@@ -95,7 +116,7 @@ using copying_group_t = std::remove_cvref_t<decltype(copying_group(std::declval<
 //! group-scoped RMA call and device collective goes through it.
 template <class G, class Copy>
 SYMM_DEVICE SYMM_FORCEINLINE void with_group_syncs(const G& group, Copy&& copy) {
-  if constexpr (is_synced_group<G>) group.sync();
+  if constexpr (is_synced_group<G>) group.sync(); // synced_group::sync: sync_group of its group
   copy(copying_group(group));
   if constexpr (is_synced_group<G>) group.sync();
 }

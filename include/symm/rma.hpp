@@ -127,7 +127,7 @@ public:
   SYMM_DEVICE void wait() const {
     cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);
     detail::rma_quiet();
-    if constexpr (detail::syncs_after_bulk<Group>) group_.sync();
+    if constexpr (detail::syncs_after_bulk<Group>) detail::sync_group(group_);
   }
 
 private:

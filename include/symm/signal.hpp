@@ -421,7 +421,7 @@ device_put_signal(const Group& group, const pe_span<T, E>& dst, cuda::std::span<
   // Every thread's stores are issued; after the group barrier, one thread's system-scope release update is cumulative
   // over them (they happen before it through the barrier) and publishes them with the signal. No separate fence: a
   // sequentially consistent one would cost a second system-wide memory barrier per put_signal.
-  group.sync();
+  sync_group(group);
   if (group.thread_rank() == 0) update_signal(sig.address(), value, op);
 }
 } // namespace detail

@@ -330,7 +330,7 @@ SYMM_DEVICE SYMM_FORCEINLINE void pair_barrier_round(const Group& group, const t
     const int p = t.world_pe(i);
     if (p != me) detail::device_wait_for_count(counter(mine[p]), sent[p], what, me, p, heap);
   }
-  group.sync();
+  sync_group(group); // the polling threads' warps are diverged here (group.hpp)
 }
 } // namespace detail
 
@@ -341,7 +341,7 @@ SYMM_DEVICE SYMM_FORCEINLINE void pair_barrier_round(const Group& group, const t
 //! \endcode
 template <cooperating_group Group>
 SYMM_DEVICE void sync_all(const Group& group, const team_ref& t, int channel = 0) {
-  group.sync();
+  detail::sync_group(group);
   detail::pair_barrier_round(
       group, t, [&](int, int pe) { return t.barrier_flags(pe, channel); },
       "symm::sync_all(team) (do two barriers of teams sharing PEs run on one channel at once?)", t.local_heap());

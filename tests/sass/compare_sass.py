@@ -27,7 +27,11 @@ Asserted for each kernel pair, at both levels:
   4. in the loop kernels with 32-bit data (p_loop, g_loop, ring_loop, p_quiet_loop) no 64-bit load in a loop body: a
      64-bit load there is a re-read of the peer table. In p_quiet_loop, whose loop nvcc unrolls into a main loop and a
      remainder loop, the table may be read once before each of them (the raw kernel reads it once, by hand, before
-     both): there, 64-bit loads outside loop bodies count as present or absent, not by number.
+     both): there, 64-bit loads outside loop bodies count as present or absent, not by number;
+  5. no more block-synchronisation calls (CALL) and divergence checks (BRA.DIV, WARPSYNC.COLLECTIVE) in the symm
+     kernel than in the raw one: cooperative_groups' thread_block::sync() checks whether the warp is converged and,
+     after a device wait that only some of its threads ran, takes a slower collective path; symm's barriers meet with
+     __syncthreads() (detail::sync_group), as the raw kernels do.
 A loop body is the address range between a backward branch's target and the branch (BRA to a lower address).
 Reported, not asserted: constant-bank loads (LDC/ULDC: kernel parameters, whose layout differs because array_ref
 carries fields the raw kernels do not take), instruction counts in all and in loop bodies, registers, and the PE
@@ -255,6 +259,12 @@ def compare(symm: Kernel, raw: Kernel) -> list[str]:
     if d:
         problems.append("shared-memory instructions differ:")
         problems += d
+    for what in ("CALL", "BRA.DIV", "WARPSYNC.COLLECTIVE"):
+        mine = [i for i in symm.instrs if i.opcode == what or i.opcode.startswith(what + ".")]
+        theirs = [i for i in raw.instrs if i.opcode == what or i.opcode.startswith(what + ".")]
+        if len(mine) > len(theirs):
+            problems.append(f"more {what} in symm ({len(mine)}) than in raw ({len(theirs)}):")
+            problems += [f"      symm {i.text()}" for i in mine]
     local = symm.of(LOCAL_OPS)
     if local or symm.local or symm.stack:
         problems.append(f"local memory in the symm kernel (LOCAL:{symm.local} STACK:{symm.stack}):")

@@ -260,7 +260,7 @@ barrier_block_loop(void* const* peers, std::size_t system_offset, int me, int n,
            static_cast<std::size_t>(channel) * (static_cast<std::size_t>(n) + 1);
   };
   const int rank = static_cast<int>(block.thread_rank()), count = static_cast<int>(block.num_threads());
-  block.sync();
+  __syncthreads();
   unsigned long long* mine = flags(me);
   const unsigned char* heap = static_cast<const unsigned char*>(peers[me]);
   unsigned long long* first_remote = nullptr;
@@ -272,7 +272,7 @@ barrier_block_loop(void* const* peers, std::size_t system_offset, int me, int n,
   unsigned long long epoch = mine[n];
   const auto next = [&](int p) { return p + count >= n ? p + count - n : p + count; };
   for (long long i = 0; i < iters; ++i) {
-    block.sync();
+    __syncthreads();
     ++epoch;
     if (first_remote != nullptr) {
       raw_fence_release_sys();
@@ -288,9 +288,9 @@ barrier_block_loop(void* const* peers, std::size_t system_offset, int me, int n,
         peer = next(peer);
       }
     }
-    block.sync();
+    __syncthreads();
   }
-  block.sync();
+  __syncthreads();
   if (rank == 0) mine[n] = epoch;
 }
 
@@ -310,7 +310,7 @@ __device__ __forceinline__ void raw_stream_round(const FlagsOf& flags_of, int st
                                                  int world_me, int world_n, std::size_t flags_offset) {
   auto block = cg::this_thread_block();
   const int rank = static_cast<int>(block.thread_rank()), count = static_cast<int>(block.num_threads());
-  block.sync();
+  __syncthreads();
   unsigned long long* mine = flags_of(my_index, world_me);
   const unsigned char* heap = reinterpret_cast<const unsigned char*>(mine) - flags_offset; // this PE's heap base
   unsigned long long* sent = mine + world_n;
@@ -326,7 +326,7 @@ __device__ __forceinline__ void raw_stream_round(const FlagsOf& flags_of, int st
     if (p == world_me) continue;
     raw_wait_for_count(&mine[p], sent[p], world_me, p, heap);
   }
-  block.sync();
+  __syncthreads();
 }
 } // namespace
 

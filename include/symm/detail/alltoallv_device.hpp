@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(collective_stream_threads)
     rows_of[k] = share.count;
     first_there[k] = share.before;
   }
-  block.sync();
+  sync_group(block);
   if (threadIdx.x == 0) {
     const std::uint64_t src_rows = a.src.size / a.row_length, capacity = a.dst.size / a.row_length;
     alltoallv_result got;
@@ -172,7 +172,7 @@ __global__ void __launch_bounds__(collective_stream_threads)
       if (claimed.compare_exchange_strong(none, 1, cuda::memory_order_relaxed)) a.status->first = got;
     }
   }
-  block.sync();
+  sync_group(block);
   const unsigned rank = blockIdx.x * blockDim.x + threadIdx.x, count = gridDim.x * blockDim.x;
   T* const mine = a.dst.on(a.team.world_my_pe());
   for (int j = 1; j <= n; ++j) {

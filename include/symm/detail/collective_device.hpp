@@ -264,7 +264,7 @@ SYMM_DEVICE void
 collective_flags_round(const Group& group, const team_ref& t, const collective_flags& flags, int channel) {
   constexpr const char* what = "a symm collective on a stream (do collectives of teams that share PEs run at once on "
                                "different streams?)";
-  group.sync();
+  sync_group(group);
   // Two copies of the round, chosen once: a choice per flag address would leave the table read (predicated off) and
   // generic accesses in the inline round's loop.
   // The heap base (for the failure word) from what each copy already holds: no extra table read in the inline one.
