@@ -629,6 +629,12 @@ TEST_CASE("report_wait_trap prints a device wait's trap record once, in words th
     CHECK(reported(record, printed) == "symm: PE 2 waited 20000 ms in symm::signal_wait_until for PE 5 (block 7, "
                                        "thread 33): probable deadlock; the kernel trapped\n");
   }
+  SECTION("a deadlock in a wait for no PE in particular (this PE's signal)") {
+    auto record = written_trap_record(wait_trap_reason::deadlock, "symm::signal_wait_until");
+    record.peer = -1;
+    CHECK(reported(record, printed) == "symm: PE 2 waited 20000 ms in symm::signal_wait_until (block 7, thread 33): "
+                                       "probable deadlock; the kernel trapped\n");
+  }
   SECTION("a failed peer") {
     auto record = written_trap_record(wait_trap_reason::peer_failed, "symm::wait_until");
     CHECK(reported(record, printed) == "symm: PE 2 waited in symm::wait_until: PE 5 failed (block 7, thread 33); the "

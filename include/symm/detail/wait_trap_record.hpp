@@ -55,8 +55,9 @@ struct alignas(16) wait_trap_record {
   std::uint64_t timeout_ms; //!< the kernel's SYMM_DEVICE_WAIT_TIMEOUT_NS, in ms (the host's may differ)
   char what[wait_trap_what_bytes];
 };
-static_assert(offsetof(wait_trap_record, failure_code) == 0, "device waits read the failure word at the record's "
-                                                             "address");
+static_assert(offsetof(wait_trap_record, failure_code) == 0,
+              "device waits read the failure word at the record's "
+              "address");
 static_assert(sizeof(wait_trap_record) == 160 && std::is_trivially_copyable_v<wait_trap_record>);
 
 #if SYMM_CUDA_COMPILATION()
@@ -115,10 +116,16 @@ inline bool report_wait_trap(wait_trap_record& record, std::FILE* out) noexcept 
                    static_cast<unsigned long long>(record.seen), static_cast<unsigned long long>(record.wanted));
       break;
     default:
-      std::fprintf(out,
-                   "symm: PE %d waited %llu ms in %s for PE %d (block %u, thread %u): probable deadlock; the kernel "
-                   "trapped\n",
-                   record.pe, timeout_ms, what, record.peer, record.block, record.thread);
+      if (record.peer < 0) { // a wait on this PE's own word (a signal), for no PE in particular
+        std::fprintf(out,
+                     "symm: PE %d waited %llu ms in %s (block %u, thread %u): probable deadlock; the kernel trapped\n",
+                     record.pe, timeout_ms, what, record.block, record.thread);
+      } else {
+        std::fprintf(out,
+                     "symm: PE %d waited %llu ms in %s for PE %d (block %u, thread %u): probable deadlock; the "
+                     "kernel trapped\n",
+                     record.pe, timeout_ms, what, record.peer, record.block, record.thread);
+      }
       break;
   }
   std::fflush(out);
