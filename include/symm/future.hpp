@@ -3,8 +3,13 @@
 
 #include <symm/detail/completion.hpp>
 
+#include <algorithm>
+#include <concepts>
+#include <exception>
 #include <memory>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 SYMM_BEGIN_NAMESPACE
 
@@ -60,5 +65,51 @@ private:
   std::shared_ptr<detail::completion> done_;
   detail::stream_state stream_;
 };
+
+namespace detail {
+//! when_all's completion: its parts, polled and waited in the caller's thread (no thread of its own).
+class joined_completion final : public completion {
+public:
+  explicit joined_completion(std::vector<future<>> parts) noexcept : parts_(std::move(parts)) {}
+  bool ready() override {
+    return std::ranges::all_of(parts_, [](const future<>& part) { return part.ready(); });
+  }
+  //! Waits for every part, even after one failed, then rethrows the first failure.
+  void wait() override {
+    std::exception_ptr first_failure;
+    for (future<>& part : parts_) {
+      try {
+        part.wait();
+      } catch (...) {
+        if (!first_failure) first_failure = std::current_exception();
+      }
+    }
+    if (first_failure) std::rethrow_exception(first_failure);
+  }
+
+private:
+  std::vector<future<>> parts_;
+};
+} // namespace detail
+
+//! One future for several operations: ready when every part is; wait() waits for all of them (every part, even after
+//! one failed) and rethrows the first part's error. Parts of any kind may be joined (host copies, stream-ordered
+//! operations of several streams); nothing runs in the background, the parts are polled and waited by the thread that
+//! asks. Dropping the joined future drops its parts (it never waits: quiet() completes them).
+//! \code  symm::when_all(symm::put_nbi(a, x), symm::put_nbi(b, y)).wait();  \endcode
+[[nodiscard]] inline future<> when_all(std::vector<future<>> parts) {
+  return future<>(std::make_shared<detail::joined_completion>(std::move(parts)));
+}
+template <class... Futures>
+  requires(std::same_as<std::remove_cvref_t<Futures>, future<>>&&...)
+[[nodiscard]] future<> when_all(Futures&&... parts) {
+  static_assert((!std::is_lvalue_reference_v<Futures> && ...),
+                "symm::when_all takes its futures by value: std::move "
+                "them in (a future is move-only)");
+  std::vector<future<>> joined;
+  joined.reserve(sizeof...(parts));
+  (joined.push_back(std::move(parts)), ...);
+  return when_all(std::move(joined));
+}
 
 SYMM_END_NAMESPACE

@@ -259,6 +259,59 @@ TEST_CASE("dropping a future never waits for its operation; wait() does", "[rma]
   CHECK_FALSE(kept.valid());
 }
 
+TEST_CASE("when_all: ready when every part is, wait() waits for all and rethrows the first failure", "[rma][future]") {
+  std::atomic<int> waits{0};
+  auto first = std::make_shared<held_completion>(waits), second = std::make_shared<held_completion>(waits);
+  auto both = symm::when_all(symm::future<>(first), symm::future<>(second));
+  CHECK(both.valid());
+  CHECK_FALSE(both.ready());
+  first->release();
+  CHECK_FALSE(both.ready()); // one of two
+  second->release();
+  CHECK(both.ready());
+  both.wait();
+  CHECK_FALSE(both.valid());
+  CHECK(symm::when_all(std::vector<symm::future<>>{}).ready()); // nothing to wait for
+
+  // A failed part: the others are still waited for, then the first failure is rethrown.
+  auto failed = std::make_shared<symm::detail::flag_completion>();
+  failed->set(std::make_exception_ptr(symm::error(symm::errc::invalid_argument, "the first part failed")));
+  auto late = std::make_shared<held_completion>(waits);
+  std::vector<symm::future<>> parts;
+  parts.emplace_back(failed);
+  parts.emplace_back(late);
+  auto joined = symm::when_all(std::move(parts));
+  std::thread releaser([&] {
+    while (waits.load() < 1)
+      std::this_thread::yield();
+    late->release();
+  });
+  CHECK_THROWS_WITH(joined.wait(), symm_test::contains_substring("the first part failed"));
+  releaser.join();
+  CHECK(late->ready()); // it was waited for before the rethrow
+}
+
+TEST_CASE("when_all of put_nbi futures to every PE: every put in place after its wait()", "[rma][future]") {
+  REQUIRE_NOTHROW(on_pes(3, [](symm::world& world) {
+    const int me = world.my_pe(), n = world.n_pes();
+    const std::size_t count = (std::size_t{512} << 10) / sizeof(std::uint32_t); // 512 KiB: the copy thread's
+    symm::array<std::uint32_t> dst(world, count * static_cast<std::size_t>(n));
+    const std::vector<std::uint32_t> mine(count, 1000u + static_cast<std::uint32_t>(me));
+    world.barrier();
+    std::vector<symm::future<>> puts;
+    for (int p = 0; p < n; ++p)
+      puts.push_back(symm::put_nbi(symm::remote(dst, p).subspan(count * static_cast<std::size_t>(me), count), mine));
+    symm::when_all(std::move(puts)).wait();
+    world.barrier(); // every PE's joined puts are done
+    for (int p = 0; p < n; ++p) {
+      const auto from = dst.local().subspan(count * static_cast<std::size_t>(p), count);
+      PE_REQUIRE(
+          std::ranges::all_of(from, [&](std::uint32_t v) { return v == 1000u + static_cast<std::uint32_t>(p); }));
+    }
+    world.barrier();
+  }));
+}
+
 TEST_CASE("a dropped host put_nbi of a copy-thread size completes by quiet()", "[rma][future]") {
   REQUIRE_NOTHROW(on_pes(2, [](symm::world& world) {
     const int me = world.my_pe(), peer = 1 - me;
