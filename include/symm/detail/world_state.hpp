@@ -874,9 +874,9 @@ private:
   //! prints it too, when the monitor did not). Never throws: a monitor that cannot start (no thread left) costs the
   //! kernels their early news, not the world.
   void start_failure_monitor(std::chrono::milliseconds period) noexcept {
-    std::uint32_t* word = cuda_->failure_word();
     wait_trap_record* record = cuda_->trap_record();
-    if (period.count() <= 0 || word == nullptr || record == nullptr) return;
+    if (period.count() <= 0 || record == nullptr) return;
+    std::uint32_t* word = &record->failure_code; // cuda_heap::failure_word(), from the record in hand
     try {
       monitor_ = std::make_unique<failure_monitor>(
           period, [this] { return live_.failed_peer(); },
