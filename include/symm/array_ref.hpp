@@ -4,6 +4,7 @@
 #pragma once
 
 #include <symm/concepts.hpp>
+#include <symm/detail/extent_name.hpp>
 #include <symm/detail/peer_table.hpp>
 #include <symm/detail/world_interface.hpp>
 #include <symm/error.hpp>
@@ -100,6 +101,12 @@ private:
         size_(size), my_pe_(other.my_pe_), n_pes_(other.n_pes_) {}
 
   void check_subarray(std::size_t first, std::size_t count) const {
+    if (count == dynamic_extent) { // not "to the end" as in pe_span::subspan: a subarray's count is a number
+      SYMM_THROW(errc::invalid_argument,
+                 "PE {}: subarray({}, {}): the count is symm::dynamic_extent, not a number of elements; the symmetric "
+                 "array has {} elements",
+                 my_pe_, first, detail::extent_name(count), size());
+    }
     if (first > size() || count > size() - first) {
       SYMM_THROW(errc::invalid_argument,
                  "PE {}: subarray({}, {}) asks for elements {} to {} of a symmetric array of {} elements", my_pe_,

@@ -3,6 +3,7 @@
 
 #include <symm/concepts.hpp>
 #include <symm/detail/backend/nvshmem/device_rma.hpp>
+#include <symm/detail/extent_name.hpp>
 #include <symm/detail/peer_table.hpp>
 #include <symm/detail/world_interface.hpp>
 #include <symm/group.hpp>
@@ -20,11 +21,14 @@ template <class T, std::size_t Extent = dynamic_extent>
 class pe_span;
 
 namespace detail {
-//! Throws errc::extent_mismatch naming both sizes and the PE.
-inline void check_same_extent(std::size_t remote_size, std::size_t local_size, int pe, const char* what) {
+//! Throws errc::extent_mismatch naming both sizes, the PE and both sides' extents (the static ones as numbers, a
+//! dynamic one as `dynamic`: at least one is, or the mismatch would not have compiled).
+inline void check_same_extent(std::size_t remote_size, std::size_t local_size, int pe, const char* what,
+                              std::size_t remote_extent, std::size_t local_extent) {
   if (remote_size != local_size) {
-    SYMM_THROW(errc::extent_mismatch, "{}: the remote side on PE {} has {} elements but the local side has {}", what,
-               pe, remote_size, local_size);
+    SYMM_THROW(errc::extent_mismatch,
+               "{}: the remote side on PE {} has {} elements but the local side has {} (extents: remote {}, local {})",
+               what, pe, remote_size, local_size, extent_name(remote_extent), extent_name(local_extent));
   }
 }
 
@@ -117,8 +121,8 @@ public:
 
   [[nodiscard]] SYMM_HOST_DEVICE constexpr pe_span<T>
   subspan(std::size_t offset, std::size_t count = dynamic_extent) const {
+    NV_IF_TARGET(NV_IS_HOST, (check_range(offset, count, "subspan", true);))
     if (count == dynamic_extent) count = size() - offset;
-    NV_IF_TARGET(NV_IS_HOST, (check_range(offset, count, "subspan");))
     return pe_span<T>(address_ + offset, count, pe_, world_);
   }
   [[nodiscard]] SYMM_HOST_DEVICE constexpr pe_span<T> first(std::size_t count) const { return subspan(0, count); }
@@ -156,7 +160,8 @@ public:
                    }
                  }),
                  ({
-                   detail::check_same_extent(size(), std::ranges::size(source), pe_, "put");
+                   detail::check_same_extent(size(), std::ranges::size(source), pe_, "put", Extent,
+                                             detail::static_extent_v<Range>);
                    world_->copy(address_, std::ranges::data(source), size_bytes());
                  }))
     return *this;
@@ -180,7 +185,8 @@ public:
     static_assert(!detail::extents_conflict<Extent, detail::static_extent_v<Range>>,
                   "symm: get between static extents "
                   "that differ");
-    detail::check_same_extent(size(), std::ranges::size(destination), pe_, "get");
+    detail::check_same_extent(size(), std::ranges::size(destination), pe_, "get", Extent,
+                              detail::static_extent_v<Range>);
     world_->copy(std::ranges::data(destination), address_, size_bytes());
   }
 
@@ -198,8 +204,15 @@ public:
   operator std::vector<value_type>() const { return get(); }
 
 private:
-  void check_range(std::size_t offset, std::size_t count, const char* what) const {
+  //! Host check that elements [offset, offset + count) lie inside the span. A count of dynamic_extent means "to the
+  //! end" where `to_end` (subspan's default) and is out of range anywhere else; messages spell it `dynamic`.
+  void check_range(std::size_t offset, std::size_t count, const char* what, bool to_end = false) const {
     if constexpr (SYMM_CHECK_LEVEL(1)) {
+      if (count == dynamic_extent) {
+        if (to_end && offset <= size()) return;
+        SYMM_THROW(errc::invalid_argument, "remote(obj, {}).{}: offset {}, count {}: outside the {} elements", pe_,
+                   what, offset, detail::extent_name(count), size());
+      }
       if (offset > size() || count > size() - offset) {
         SYMM_THROW(errc::invalid_argument, "remote(obj, {}).{}: [{}, {}) is outside the {} elements", pe_, what, offset,
                    offset + count, size());

@@ -33,7 +33,8 @@ template <class T, std::size_t E, class Range>
   static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>,
                 "symm::put_nbi between static extents "
                 "that differ");
-  detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put_nbi");
+  detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put_nbi", E,
+                            detail::static_extent_v<Range>);
   return future<>(dst.world()->copy_async(dst.address(), std::ranges::data(source), dst.size_bytes()));
 }
 
@@ -44,7 +45,8 @@ template <class Range, class T, std::size_t E>
   static_assert(!detail::extents_conflict<E, detail::static_extent_v<Range>>,
                 "symm::get_nbi between static extents "
                 "that differ");
-  detail::check_same_extent(src.size(), std::ranges::size(destination), src.pe(), "get_nbi");
+  detail::check_same_extent(src.size(), std::ranges::size(destination), src.pe(), "get_nbi", E,
+                            detail::static_extent_v<Range>);
   return future<>(src.world()->copy_async(std::ranges::data(destination), src.address(), src.size_bytes()));
 }
 
@@ -179,7 +181,8 @@ template <class T, std::size_t E, class Range>
                   "symm::put between static extents that "
                   "differ");
     detail::require_cuda_backend(dst.world(), "symm::put(stream, ...)");
-    detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put(stream, ...)");
+    detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put(stream, ...)", E,
+                              detail::static_extent_v<Range>);
     return future<>(dst.world()->copy_on_stream(
         stream, dst.address(), std::ranges::data(source), dst.size_bytes(), "symm::put(stream, ...)"));
   }
@@ -192,7 +195,8 @@ template <class Range, class T, std::size_t E>
                   "symm::get between static extents that "
                   "differ");
     detail::require_cuda_backend(src.world(), "symm::get(stream, ...)");
-    detail::check_same_extent(src.size(), std::ranges::size(destination), src.pe(), "get(stream, ...)");
+    detail::check_same_extent(src.size(), std::ranges::size(destination), src.pe(), "get(stream, ...)", E,
+                              detail::static_extent_v<Range>);
     return future<>(src.world()->copy_on_stream(
         stream, std::ranges::data(destination), src.address(), src.size_bytes(), "symm::get(stream, ...)"));
   }

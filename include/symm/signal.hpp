@@ -282,7 +282,8 @@ void put_signal(const pe_span<T, E>& dst, Range&& source, const pe_signal& sig, 
                 "symm::put_signal between static extents "
                 "that differ");
   detail::check_signal_pe(dst.pe(), sig.pe(), "symm::put_signal");
-  detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put_signal");
+  detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put_signal", E,
+                            detail::static_extent_v<Range>);
   detail::world_state* world = detail::state_of(dst.world());
 #if SYMM_CUDA_BACKEND()
   if (heap_on_gpu(world->kind())) {
@@ -310,7 +311,8 @@ put_signal_nbi(const pe_span<T, E>& dst, Range&& source, const pe_signal& sig, s
                 "symm::put_signal_nbi between static "
                 "extents that differ");
   detail::check_signal_pe(dst.pe(), sig.pe(), "symm::put_signal_nbi");
-  detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put_signal_nbi");
+  detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put_signal_nbi", E,
+                            detail::static_extent_v<Range>);
   detail::world_state* world = detail::state_of(dst.world());
 #if SYMM_CUDA_BACKEND()
   if (heap_on_gpu(world->kind())) {
@@ -473,7 +475,8 @@ template <class T, std::size_t E, class Range>
                   "extents that differ");
     detail::require_cuda_backend(dst.world(), "symm::put_signal(stream, ...)");
     detail::check_signal_pe(dst.pe(), sig.pe(), "symm::put_signal(stream, ...)");
-    detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put_signal(stream, ...)");
+    detail::check_same_extent(dst.size(), std::ranges::size(source), dst.pe(), "put_signal(stream, ...)", E,
+                              detail::static_extent_v<Range>);
     detail::put_signal_on(stream, dst.address(), std::ranges::data(source), dst.size_bytes(), sig, value, op,
                           "symm::put_signal(stream, ...)");
     return future<>(detail::stream_operation(stream, "symm::put_signal(stream, ...)", dst.world()->my_pe()));

@@ -7,6 +7,7 @@
 #include <symm/collectives.hpp>
 #include <symm/concepts.hpp>
 #include <symm/error.hpp>
+#include <symm/format.hpp>
 #include <symm/future.hpp>
 #include <symm/group.hpp>
 #include <symm/launch.hpp>

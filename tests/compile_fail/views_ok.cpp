@@ -5,6 +5,7 @@
 // as host code; views_ok.cu includes it, so nvcc compiles the same calls as host code, and the members marked "both"
 // (the *_both templates below) and the device-only ones inside kernels too. Issue 41: array_ref<const T>::subarray and
 // array_cast from an array_ref<const T> did not compile (a reinterpret_cast that dropped const).
+#include <symm/format.hpp>
 #include <symm/remote.hpp>
 #include <symm/rma.hpp>
 #include <symm/signal.hpp>
@@ -202,6 +203,8 @@ inline void views_host(symm::world& world, const symm::team& team) {
   symm::pe_span<const int> remote_read_only = symm::remote(read_only, 0);
   symm::pe_span<int, 4> remote_fixed = symm::remote(fixed, 0);
   use(s, mutable_view, from_ref, remote_read_only, remote_fixed);
+  // symm/format.hpp: every view kind, const elements and static extents included.
+  use(fmt::format("{} {} {} {} {} {} {}", a, fixed, r, fixed_view, remote_read_only, remote_fixed, s));
 
   symm::scalar<int> counter(world);
   const symm::scalar<int>& read_only_counter = counter;

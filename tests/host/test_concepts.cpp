@@ -130,3 +130,31 @@ TEST_CASE("pe_ref: assignment is a put, conversion a get, and nothing hides a re
   STATIC_REQUIRE_FALSE(std::is_copy_constructible_v<symm::future<>>);
   STATIC_REQUIRE_FALSE(std::is_move_constructible_v<symm::barrier_scope>);
 }
+
+// symm/format.hpp: a view prints its kind, its extent (`dynamic` for symm::dynamic_extent, never 18446744073709551615),
+// its size, and the PE of a remote one. The views are made by hand here: formatting needs no world.
+TEST_CASE("views format as kind<extent>{...}, a dynamic extent as `dynamic`", "[concepts][format]") {
+  alignas(16) std::byte heap[64] = {};
+  std::byte* peers[2] = {heap, heap};
+  const symm::array_ref<float> dynamic_local(nullptr, peers, peers, 16, 4, 1, 2);
+  const symm::array_ref<float, 4> static_local(nullptr, peers, peers, 16, 4, 1, 2);
+  const symm::array_ref<const double, 1> one(nullptr, peers, peers, 32, 1, 0, 2);
+  CHECK(fmt::format("{}", dynamic_local) == "array_ref<dynamic>{4 elements, heap offset 16}");
+  CHECK(fmt::format("{}", static_local) == "array_ref<4>{4 elements, heap offset 16}");
+  CHECK(fmt::format("{}", one) == "array_ref<1>{1 element, heap offset 32}");
+
+  int elements[16] = {};
+  const symm::pe_span<int> dynamic_remote(elements, 16, 1, nullptr);
+  const symm::pe_span<const int, 16> static_remote(elements, 16, 3, nullptr);
+  CHECK(fmt::format("{}", dynamic_remote) == "pe_span<dynamic>{PE 1, 16 elements}");
+  CHECK(fmt::format("{}", static_remote) == "pe_span<16>{PE 3, 16 elements}");
+  CHECK(fmt::format("{}", dynamic_remote.first<2>()) == "pe_span<2>{PE 1, 2 elements}");
+  CHECK(fmt::format("{}", static_remote.subspan(15)) == "pe_span<dynamic>{PE 3, 1 element}");
+  CHECK(fmt::format("{} and {}", symm::detail::extent_name(symm::dynamic_extent), symm::detail::extent_name(7)) ==
+        "dynamic and 7");
+
+  STATIC_REQUIRE(symm::detail::extent_name(symm::dynamic_extent).view() == "dynamic");
+  STATIC_REQUIRE(symm::detail::extent_name(0).view() == "0");
+  STATIC_REQUIRE(symm::detail::extent_name(16).view() == "16");
+  STATIC_REQUIRE(symm::detail::extent_name(symm::dynamic_extent - 1).view() == "18446744073709551614");
+}

@@ -44,8 +44,63 @@ TEST_CASE("extents that differ are refused with both sizes", "[errors]") {
     PE_REQUIRE_ERROR(symm::remote(a, 1).get(seven), symm::errc::extent_mismatch, "PE 1", "8 elements");
     PE_REQUIRE_ERROR((void) symm::remote(a, 0)[8], symm::errc::invalid_argument, "[8]", "8 elements");
     PE_REQUIRE_ERROR((void) symm::remote(a, 0).subspan(5, 4), symm::errc::invalid_argument, "[5, 9)");
+    PE_REQUIRE_ERROR(symm::remote(a, 1) = seven, symm::errc::extent_mismatch,
+                     "(extents: remote dynamic, local dynamic)");
+    // symm/format.hpp on views of a live world: the same text on every PE, the heap offset included.
+    PE_REQUIRE_EQ(fmt::format("{}", a), fmt::format("array<dynamic>{{8 elements, heap offset {}}}", a.offset()));
+    PE_REQUIRE_EQ(fmt::format("{}", a.ref()),
+                  fmt::format("array_ref<dynamic>{{8 elements, heap offset {}}}", a.offset()));
+    PE_REQUIRE_EQ(fmt::format("{}", symm::remote(a, 1)), std::string("pe_span<dynamic>{PE 1, 8 elements}"));
     world.barrier();
   }));
+}
+
+// Messages that name an extent spell a dynamic one `dynamic` (detail::extent_name), never 18446744073709551615. The
+// views are made by hand: each check throws before the (absent) world is used.
+TEST_CASE("a dynamic extent is named `dynamic` in error messages", "[errors][format]") {
+  const auto message_of = [](auto&& body, symm::errc code) -> std::string {
+    try {
+      body();
+    } catch (const symm::error& e) {
+      CHECK(e.code() == code);
+      CHECK(std::string(e.what()).find("18446744073709551615") == std::string::npos);
+      return e.message();
+    }
+    return "nothing thrown";
+  };
+  int elements[8] = {};
+  const symm::pe_span<int> dynamic_remote(elements, 8, 1, nullptr);
+  const symm::pe_span<int, 8> static_remote(elements, 8, 1, nullptr);
+  std::vector<int> seven(7);
+  std::array<int, 7> seven_static{};
+  const auto mismatch = symm::errc::extent_mismatch;
+  CHECK(message_of([&] { dynamic_remote = seven; }, mismatch) ==
+        "put: the remote side on PE 1 has 8 elements but the "
+        "local side has 7 (extents: remote dynamic, local "
+        "dynamic)");
+  CHECK(message_of([&] { static_remote = seven; }, mismatch) ==
+        "put: the remote side on PE 1 has 8 elements but the "
+        "local side has 7 (extents: remote 8, local dynamic)");
+  CHECK(message_of([&] { dynamic_remote.get(seven_static); }, mismatch) ==
+        "get: the remote side on PE 1 has 8 elements but the local side has 7 (extents: remote dynamic, local 7)");
+  CHECK(message_of([&] { (void) symm::put_nbi(dynamic_remote, seven_static); }, mismatch) ==
+        "put_nbi: the remote side on PE 1 has 8 elements but the local side has 7 (extents: remote dynamic, local 7)");
+
+  // A count of dynamic_extent: subspan's "to the end" (checked as such), out of range anywhere else.
+  const auto bad = symm::errc::invalid_argument;
+  CHECK(dynamic_remote.subspan(3).size() == 5);
+  CHECK(dynamic_remote.subspan(8).size() == 0);
+  CHECK(message_of([&] { (void) dynamic_remote.subspan(9); }, bad) ==
+        "remote(obj, 1).subspan: offset 9, count "
+        "dynamic: outside the 8 elements");
+  CHECK(message_of([&] { (void) static_remote.last(symm::dynamic_extent); }, bad) ==
+        "remote(obj, 1).last: offset 0, count dynamic: outside the 8 elements");
+  alignas(16) std::byte heap[64] = {};
+  std::byte* peers[1] = {heap};
+  const symm::array_ref<int> whole(nullptr, peers, peers, 0, 8, 0, 1);
+  CHECK(message_of([&] { (void) whole.subarray(2, symm::dynamic_extent); }, bad) ==
+        "PE 0: subarray(2, dynamic): the count is symm::dynamic_extent, not a number of elements; the symmetric array "
+        "has 8 elements");
 }
 
 TEST_CASE("a collective allocation with different sizes lists each PE's size", "[errors][heap]") {
