@@ -1,10 +1,14 @@
-// symm/future.hpp: symm::future<>, the completion of a host-side non-blocking operation.
+// symm/future.hpp: symm::future<>, the completion of a host-side non-blocking operation, and symm::future<T>, the
+// value of one that returns a value.
 #pragma once
 
 #include <symm/detail/completion.hpp>
+#include <symm/error.hpp>
 
 #include <algorithm>
 #include <concepts>
+#include <cstdint>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <type_traits>
@@ -64,6 +68,79 @@ public:
 private:
   std::shared_ptr<detail::completion> done_;
   detail::stream_state stream_;
+};
+
+//! The value of one non-blocking operation that returns one (a host-side nbi atomic: symm/atomic_nbi.hpp; get_nbi of
+//! one element). T is trivially copyable, of at most 8 bytes (the atomics' types and small values).
+//!
+//! Move-only. `get()` waits for the operation, rethrows its error if it had one, and returns the value; the future is
+//! empty afterwards (valid() is false), as std::future's. `wait()` waits without taking the value, `ready()` polls.
+//! Dropping it never waits, as for future<>: quiet() completes the operation, whose value is then lost.
+//! \code
+//!   symm::future<long> ticket = symm::fetch_add_nbi(symm::remote(counter, 0), 1L);
+//!   ...                                     // other work while the atomic runs
+//!   long mine = ticket.get();
+//! \endcode
+template <class T>
+class [[nodiscard]] future {
+  static_assert(std::is_trivially_copyable_v<T> && !std::is_const_v<T> && sizeof(T) <= sizeof(std::uint64_t),
+                "symm::future<T>: T is the value of one element, trivially copyable and at most 8 bytes (for a larger "
+                "one, get_nbi into a buffer of your own and wait on its future<>)");
+
+public:
+  future() noexcept = default;
+  //! An operation that completed before its call returned (the host backend's): its value is here already.
+  explicit future(T value) noexcept : value_(value), has_value_(true) {}
+  //! An operation still running: `done` completes it, and its value's bits are in `*result` from then on.
+  future(future<> done, std::shared_ptr<detail::result_word> result) noexcept
+      : done_(std::move(done)), result_(std::move(result)) {}
+  future(future&& other) noexcept
+      : done_(std::move(other.done_)), result_(std::move(other.result_)), value_(other.value_),
+        has_value_(std::exchange(other.has_value_, false)) {}
+  future& operator=(future&& other) noexcept {
+    if (this != &other) {
+      (void) (done_ = std::move(other.done_)); // (void): nvcc warns of a discarded [[nodiscard]] future<>&
+      result_ = std::move(other.result_);
+      value_ = other.value_;
+      has_value_ = std::exchange(other.has_value_, false);
+    }
+    return *this;
+  }
+  future(const future&) = delete;
+  future& operator=(const future&) = delete;
+  ~future() = default; // never waits
+
+  //! Whether this future holds a value or an operation that will produce one (false after get() or a move).
+  [[nodiscard]] bool valid() const noexcept { return has_value_ || result_ != nullptr; }
+  //! True when the value is there; does not block.
+  [[nodiscard]] bool ready() const { return has_value_ || done_.ready(); }
+  //! Blocks until the operation is complete and its value is here; rethrows its symm::error. Keeps the value.
+  void wait() {
+    if (has_value_ || result_ == nullptr) return;
+    done_.wait();
+    std::memcpy(&value_, result_->bits, sizeof(T));
+    result_->complete = true; // its word can be reused at once (detail::result_word)
+    result_.reset();
+    has_value_ = true;
+  }
+  //! The value, once the operation is complete (waits for it); the future is empty afterwards. Throws
+  //! errc::invalid_argument when it is empty (already taken, moved from, or default-made).
+  [[nodiscard]] T get() {
+    if (!valid()) {
+      SYMM_THROW(errc::invalid_argument,
+                 "symm::future::get() on an empty future: its value was taken already, or it was moved from or "
+                 "default-constructed");
+    }
+    wait();
+    has_value_ = false;
+    return value_;
+  }
+
+private:
+  future<> done_;
+  std::shared_ptr<detail::result_word> result_;
+  T value_{};
+  bool has_value_ = false;
 };
 
 namespace detail {

@@ -3,6 +3,7 @@
 
 #include <symm/alltoallv.hpp>
 #include <symm/atomic.hpp>
+#include <symm/atomic_nbi.hpp>
 #include <symm/barrier.hpp>
 #include <symm/collectives.hpp>
 #include <symm/concepts.hpp>

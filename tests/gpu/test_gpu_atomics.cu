@@ -9,6 +9,7 @@
 // The PEs' kernels wait for each other, so they must run at the same time: each PE launches on its own non-blocking
 // stream (in threads mode the legacy default stream would serialise them), and processes on one GPU need MPS
 // (tools/gpu-check.sh starts it).
+#include "../atomic_nbi_check.hpp"
 #include "gpu_support.cuh"
 
 #if __has_include(<catch2/catch_test_macros.hpp>)
@@ -849,6 +850,23 @@ TEST_CASE("host atomics on the CUDA backend: every op of every type matches a se
     host_model<float>(world);
     host_model<double>(world);
   }));
+}
+
+TEST_CASE("nbi atomics on the CUDA backend: batches in flight, dropped futures' words reused, every form modelled",
+          "[gpu][atomics][host][nbi]") {
+  for (int n : {1, 2, 4}) {
+    CAPTURE(n);
+    REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(n, [](symm::world& world) {
+      symm_test::check_fetch_add_nbi(world, 600); // more than the 256 pinned words of one pool block
+      symm_test::check_atomic_nbi_model<std::int32_t>(world);
+      symm_test::check_atomic_nbi_model<std::uint32_t>(world);
+      symm_test::check_atomic_nbi_model<long long>(world);
+      symm_test::check_atomic_nbi_model<unsigned long long>(world);
+      symm_test::check_atomic_nbi_model<float>(world);
+      symm_test::check_atomic_nbi_model<double>(world);
+      symm_test::check_value_future_rules(world);
+    }));
+  }
 }
 
 TEST_CASE("host fetch_add on the CUDA backend from every PE, beside a kernel's adds: the counter ends exact",

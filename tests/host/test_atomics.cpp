@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "../atomic_nbi_check.hpp"
 #include "../pe_check.hpp"
 #include "catch.hpp"
 
@@ -111,6 +112,23 @@ TEST_CASE("fetch_add: 10^6 increments from every PE end exact, each old value re
       if (me == n_pes - 1) PE_REQUIRE_EQ(counter32.local(), static_cast<std::int32_t>(total));
       PE_REQUIRE_EQ(symm::remote(counter, 0).load(), std::uint64_t{total});
       world.barrier();
+    }));
+  }
+}
+
+TEST_CASE("nbi atomics: fetch_add_nbi futures give each old value once; every form matches a sequential model",
+          "[atomics][nbi]") {
+  for (int n : {1, 2, 4}) {
+    CAPTURE(n);
+    REQUIRE_NOTHROW(on_pes(n, [](symm::world& world) {
+      symm_test::check_fetch_add_nbi(world, 3000);
+      symm_test::check_atomic_nbi_model<std::int32_t>(world);
+      symm_test::check_atomic_nbi_model<std::uint32_t>(world);
+      symm_test::check_atomic_nbi_model<long long>(world);
+      symm_test::check_atomic_nbi_model<unsigned long long>(world);
+      symm_test::check_atomic_nbi_model<float>(world);
+      symm_test::check_atomic_nbi_model<double>(world);
+      symm_test::check_value_future_rules(world);
     }));
   }
 }

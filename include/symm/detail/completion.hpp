@@ -4,6 +4,7 @@
 #include <symm/detail/config.hpp>
 
 #include <atomic>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <type_traits>
@@ -50,6 +51,16 @@ public:
   static done_completion done;
   return std::shared_ptr<completion>(std::shared_ptr<void>(), &done);
 }
+
+//! Where a value-returning non-blocking operation of a GPU backend (a host-side nbi atomic, a get_nbi of one element)
+//! leaves its result: 8 bytes of pinned host memory that its kernel or copy writes, readable once the operation is
+//! complete. Its future owns it through a shared_ptr whose deleter, the backend's, gives the word back for reuse at
+//! once when `complete` says the future saw the operation finish, and otherwise only once the operation's stream has
+//! been seen idle (a dropped future's operation may still be writing it: detail/backend/cuda/result_words.hpp).
+struct result_word {
+  const std::uint64_t* bits = nullptr;
+  bool complete = false;
+};
 
 //! The completion of a stream-ordered operation, kept inside its symm::future so that issuing one allocates nothing:
 //! the stream, the operation's name and caller (for errors), and whether the stream was being captured into a graph

@@ -642,6 +642,29 @@ public:
                to_string(kind_));
   }
 
+  pending_value host_atomic_nbi(const void* address, atomic_type_code type, atomic_op op, std::uint64_t operand,
+                                std::uint64_t expected) override {
+#if SYMM_CUDA_BACKEND()
+    if (cuda_) return start_host_atomic(*cuda_, my_pe(), address, type, op, operand, expected);
+#endif
+    (void) address, (void) type, (void) op, (void) operand, (void) expected;
+    require_alive("a non-blocking host-side atomic");
+    SYMM_THROW(errc::unsupported,
+               "PE {}: a non-blocking atomic through the GPU on the {} backend, whose heap is host memory", my_pe(),
+               to_string(kind_));
+  }
+
+  pending_value read_nbi(const void* address, std::size_t bytes) override {
+#if SYMM_CUDA_BACKEND()
+    if (cuda_) return start_gpu_read(*cuda_, my_pe(), address, bytes);
+#endif
+    (void) address, (void) bytes;
+    require_alive("get_nbi of one element");
+    SYMM_THROW(errc::unsupported,
+               "PE {}: a non-blocking read through the GPU on the {} backend, whose heap is host memory", my_pe(),
+               to_string(kind_));
+  }
+
   //! Completes every operation this PE started. `what` names the symm call, for errors.
   void quiet(std::string_view what) {
 #if SYMM_CUDA_BACKEND()

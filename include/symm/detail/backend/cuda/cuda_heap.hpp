@@ -6,6 +6,7 @@
 #include <symm/detail/backend/cuda/check.hpp>
 #include <symm/detail/backend/cuda/host_atomics_kernels.hpp>
 #include <symm/detail/backend/cuda/module_loading.hpp>
+#include <symm/detail/backend/cuda/result_words.hpp>
 #include <symm/detail/backend/cuda/vmm_segment.hpp>
 #include <symm/detail/backend/nvshmem/nvshmem_heap.hpp>
 #include <symm/detail/bootstrap/bootstrap.hpp>
@@ -136,6 +137,7 @@ public:
     // kernel of this job runs (see module_loading.hpp).
     prepare_host_side_kernels(device_);
     SYMM_TRY_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    result_words::instance().stream_started(stream_);
     const auto n = static_cast<std::size_t>(job.n_pes);
     if (source == heap_source::nvshmem) {
 #if SYMM_NVSHMEM_BACKEND()
@@ -179,7 +181,10 @@ public:
       report_wait_trap(*trap_record_, stderr);
       SYMM_ASSERT_CUDA(cudaFreeHost(trap_record_));
     }
-    if (stream_ != nullptr) SYMM_ASSERT_CUDA(cudaStreamDestroy(stream_));
+    if (stream_ != nullptr) {
+      result_words::instance().stream_ended(stream_); // synchronised above: no operation writes a result word now
+      SYMM_ASSERT_CUDA(cudaStreamDestroy(stream_));
+    }
   }
 
   //! This PE leaves because of an error: release nothing that would wait for the other PEs (NVSHMEM's teardown).

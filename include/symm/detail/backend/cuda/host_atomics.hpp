@@ -31,14 +31,18 @@
 #  include <symm/detail/backend/cuda/cuda_heap.hpp>
 #  include <symm/detail/backend/cuda/driver.hpp>
 #  include <symm/detail/backend/cuda/host_atomics_kernels.hpp>
+#  include <symm/detail/backend/cuda/result_words.hpp>
 #  include <symm/detail/backend/cuda/stream_write.hpp>
 #  include <symm/detail/backend/nvshmem/host_rma_atomics.hpp>
+#  include <symm/detail/world_interface.hpp>
 
 #  include <cuda.h>
 #  include <cuda_runtime_api.h>
 
 #  include <cstring>
+#  include <memory>
 #  include <type_traits>
+#  include <utility>
 
 SYMM_BEGIN_NAMESPACE
 namespace detail {
@@ -55,32 +59,31 @@ std::remove_cv_t<T> read_gpu_word(cuda_heap& heap, const T* word) {
   return value;
 }
 
-//! Runs `op` on the element of type `type` at `address` (as PE `my_pe` maps it): a copy, a stream write or the kernel;
-//! returns the old value's bits (the value for a load, 0 for a store). Complete when it returns.
-inline std::uint64_t
-run_host_atomic(cuda_heap& heap, [[maybe_unused]] int my_pe, const void* address, atomic_type_code type, atomic_op op,
-                std::uint64_t operand, std::uint64_t expected) {
+//! Enqueues `op` on the element of type `type` at `address` (as PE `my_pe` maps it) on the heap's stream: a copy, a
+//! stream write or the kernel, which leaves the old value's bits in `*result` (pinned host memory; the value for a
+//! load, untouched for a store). Does not wait.
+inline void
+enqueue_host_atomic(cuda_heap& heap, [[maybe_unused]] int my_pe, const void* address, atomic_type_code type,
+                    atomic_op op, std::uint64_t operand, std::uint64_t expected, unsigned long long* result) {
   context_scope on(heap.device());
-  unsigned long long* result = &thread_host_side_words().result;
-  *result = 0;
+  const cudaStream_t stream = heap.stream();
 #  if SYMM_NVSHMEM_BACKEND()
   if (is_rma_address(address)) { // a peer reached through NVSHMEM RMA: NVSHMEM's atomics, not symm's PTX kernel
-    return run_rma_host_atomic(heap.stream(), my_pe, address, type, op, operand, expected, result);
+    enqueue_rma_host_atomic(stream, my_pe, address, type, op, operand, expected, result);
+    return;
   }
 #  endif
-  const cudaStream_t stream = heap.stream();
   const bool four_bytes =
       type == atomic_type_code::i32 || type == atomic_type_code::u32 || type == atomic_type_code::f32;
   if (op == atomic_op::load) { // a copy (see the header comment)
-    if (four_bytes) return read_gpu_word(heap, static_cast<const std::uint32_t*>(address));
-    return read_gpu_word(heap, static_cast<const std::uint64_t*>(address));
+    SYMM_TRY_CUDA(cudaMemcpyAsync(result, address, four_bytes ? 4 : 8, cudaMemcpyDeviceToHost, stream));
+    return;
   }
   if (op == atomic_op::store) { // a stream write
     void* target = const_cast<void*>(address);
     if (four_bytes) stream_write_u32(stream, target, static_cast<std::uint32_t>(operand));
     else stream_write_u64(stream, target, operand);
-    SYMM_TRY_CUDA(cudaStreamSynchronize(stream));
-    return 0;
+    return;
   }
   CUfunction function = host_kernels_of(heap.device()).atomic;
   auto target = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(address));
@@ -89,8 +92,37 @@ run_host_atomic(cuda_heap& heap, [[maybe_unused]] int my_pe, const void* address
   void* params[] = {&target, &operand_bits, &expected_bits, &result, &type_code, &op_code};
   SYMM_TRY_CU(
       driver().cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, reinterpret_cast<CUstream>(stream), params, nullptr));
-  SYMM_TRY_CUDA(cudaStreamSynchronize(stream));
-  return *result;
+}
+
+//! Runs `op` on the element of type `type` at `address` (as PE `my_pe` maps it): a copy, a stream write or the kernel;
+//! returns the old value's bits (the value for a load, 0 for a store). Complete when it returns.
+inline std::uint64_t run_host_atomic(cuda_heap& heap, int my_pe, const void* address, atomic_type_code type,
+                                     atomic_op op, std::uint64_t operand, std::uint64_t expected) {
+  unsigned long long* result = &thread_host_side_words().result;
+  *result = 0;
+  enqueue_host_atomic(heap, my_pe, address, type, op, operand, expected, result);
+  context_scope on(heap.device());
+  SYMM_TRY_CUDA(cudaStreamSynchronize(heap.stream()));
+  return op == atomic_op::store ? 0 : *result; // a 4-byte load's copy filled the low half of the zeroed word
+}
+
+//! The non-blocking form (the nbi atomics): the old value lands in a word of the returned pending value.
+inline pending_value start_host_atomic(cuda_heap& heap, int my_pe, const void* address, atomic_type_code type,
+                                       atomic_op op, std::uint64_t operand, std::uint64_t expected) {
+  std::shared_ptr<result_word> word = result_words::instance().take(heap.stream());
+  auto* bits = const_cast<unsigned long long*>(reinterpret_cast<const unsigned long long*>(word->bits));
+  *bits = 0; // a 4-byte load's copy fills the low half only
+  enqueue_host_atomic(heap, my_pe, address, type, op, operand, expected, bits);
+  return {stream_operation(heap.stream(), "a non-blocking atomic", my_pe), std::move(word)};
+}
+
+//! get_nbi of one element of `bytes` (at most 8) at `address`: a copy on the heap's stream into a result word.
+inline pending_value start_gpu_read(cuda_heap& heap, int my_pe, const void* address, std::size_t bytes) {
+  std::shared_ptr<result_word> word = result_words::instance().take(heap.stream());
+  auto* bits = const_cast<std::uint64_t*>(word->bits);
+  *bits = 0;
+  context_scope on(heap.device());
+  return {heap.copy_on(heap.stream(), bits, address, bytes, "symm::get_nbi(pe_ref)"), std::move(word)};
 }
 
 } // namespace detail

@@ -22,8 +22,8 @@
 SYMM_BEGIN_NAMESPACE
 namespace detail {
 
-//! Runs one atomic on a tagged address in a one-thread kernel on `stream`, writes the old value's bits to `result`
-//! (mapped host memory) and waits for it.
+//! Enqueues one atomic on a tagged address in a one-thread kernel on `stream`, which writes the old value's bits to
+//! `result` (mapped host memory); does not wait.
 using rma_host_atomic_launcher = void (*)(cudaStream_t stream, void* target, atomic_type_code type, atomic_op op,
                                           std::uint64_t operand, std::uint64_t expected, unsigned long long* result);
 
@@ -32,11 +32,11 @@ inline std::atomic<rma_host_atomic_launcher>& rma_host_atomic_entry() {
   return entry;
 }
 
-//! The old value's bits of `op` on the tagged address `target`; errc::unsupported when no translation unit of this
-//! program was compiled by nvcc.
-inline std::uint64_t
-run_rma_host_atomic(cudaStream_t stream, int my_pe, const void* target, atomic_type_code type, atomic_op op,
-                    std::uint64_t operand, std::uint64_t expected, unsigned long long* result) {
+//! Enqueues `op` on the tagged address `target` on `stream`; its old value's bits land in `*result`. errc::unsupported
+//! when no translation unit of this program was compiled by nvcc.
+inline void enqueue_rma_host_atomic(
+    cudaStream_t stream, int my_pe, const void* target, atomic_type_code type, atomic_op op, std::uint64_t operand,
+    std::uint64_t expected, unsigned long long* result) {
   rma_host_atomic_launcher launch = rma_host_atomic_entry().load(std::memory_order_acquire);
   if (launch == nullptr) {
     SYMM_THROW(errc::unsupported,
@@ -46,7 +46,6 @@ run_rma_host_atomic(cudaStream_t stream, int my_pe, const void* target, atomic_t
                my_pe, rma_pe(target));
   }
   launch(stream, const_cast<void*>(target), type, op, operand, expected, result);
-  return *result;
 }
 
 #  if SYMM_CUDA_COMPILATION()
@@ -76,7 +75,6 @@ inline void launch_rma_host_atomic(cudaStream_t stream, void* target, atomic_typ
                                    std::uint64_t operand, std::uint64_t expected, unsigned long long* result) {
   rma_host_atomic_kernel<><<<1, 1, 0, stream>>>(target, type, op, operand, expected, result);
   SYMM_TRY_CUDA(cudaGetLastError());
-  SYMM_TRY_CUDA(cudaStreamSynchronize(stream));
 }
 
 namespace {
