@@ -656,7 +656,7 @@ public:
 
   pending_value read_nbi(const void* address, std::size_t bytes) override {
 #if SYMM_CUDA_BACKEND()
-    if (cuda_) return start_gpu_read(*cuda_, my_pe(), address, bytes);
+    if (cuda_) return start_gpu_read(*cuda_, address, bytes);
 #endif
     (void) address, (void) bytes;
     require_alive("get_nbi of one element");

@@ -117,7 +117,7 @@ inline pending_value start_host_atomic(cuda_heap& heap, int my_pe, const void* a
 }
 
 //! get_nbi of one element of `bytes` (at most 8) at `address`: a copy on the heap's stream into a result word.
-inline pending_value start_gpu_read(cuda_heap& heap, int my_pe, const void* address, std::size_t bytes) {
+inline pending_value start_gpu_read(cuda_heap& heap, const void* address, std::size_t bytes) {
   std::shared_ptr<result_word> word = result_words::instance().take(heap.stream());
   auto* bits = const_cast<std::uint64_t*>(word->bits);
   *bits = 0;
