@@ -346,9 +346,11 @@ template <detail::collective_buffer Dst, class RecvCounts, detail::collective_bu
       SYMM_THROW(errc::unsupported, "PE {}: {} on {}: {} PEs are more than the kernel's table holds (2048)", me, what,
                  s.name(), n);
     }
-    // The blocks from the sizes of dst and src, which every PE shares, so that block b meets block b everywhere.
+    // The blocks from the sizes of dst and src and from the team's links, which every PE shares, so that block b meets
+    // block b everywhere.
     const detail::collective_plan plan = detail::plan_stream_collective(
-        detail::collective_id::alltoall, d.bytes(), from.bytes(), false, w.collective_block_limit(), w.tuning());
+        detail::collective_id::alltoall, d.bytes(), from.bytes(), false, w.collective_block_limit(), s.links(),
+        w.tuning());
     auto* status = reinterpret_cast<detail::alltoallv_status*>(w.peer_bases()[me] + w.status_offset());
     const detail::alltoallv_args<T> args{t.ref(), d, from, counts, received, row_length, status};
     detail::alltoallv_stream_kernel<T><<<plan.blocks, plan.threads, shared, stream>>>(

@@ -315,11 +315,12 @@ stream_collective_entry(cudaStream_t stream, const team& t, const Dst& dst, cons
   // A team PE that this GPU reaches only through NVSHMEM RMA: NVSHMEM's collective (detail/backend/nvshmem/).
   if (s.rma_peer()) return nvshmem_stream_collective<C>(stream, s, d, s_, op, root);
 #  endif
-  const collective_plan plan =
-      plan_stream_collective(C, d.bytes(), s_.bytes(), d.offset == s_.offset, w.collective_block_limit(), w.tuning());
-  if (w.tuning().debug && s.my_index() == 0 &&
-      w.plan_is_new(static_cast<int>(C), s.pes().size, std::uint64_t{plan.blocks} << 1 | std::uint64_t{plan.two_shot})) {
-    std::fprintf(stderr, "symm: debug: %s\n", describe_plan(C, plan, d.bytes(), s.pes().size).c_str());
+  const collective_plan plan = plan_stream_collective(
+      C, d.bytes(), s_.bytes(), d.offset == s_.offset, w.collective_block_limit(), s.links(), w.tuning());
+  const std::uint64_t plan_key = std::uint64_t{static_cast<std::uint8_t>(s.links().weakest)} << 32 |
+                                 std::uint64_t{plan.blocks} << 1 | std::uint64_t{plan.two_shot};
+  if (w.tuning().debug && s.my_index() == 0 && w.plan_is_new(static_cast<int>(C), s.pes().size, plan_key)) {
+    std::fprintf(stderr, "symm: debug: %s\n", describe_plan(C, plan, d.bytes(), s.pes().size, s.links()).c_str());
   }
   const collective_body<C, T, Op> body{t.ref(), d, s_, op, root, plan.two_shot};
   collective_stream_kernel<<<plan.blocks, plan.threads, 0, stream>>>(

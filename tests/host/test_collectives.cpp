@@ -19,6 +19,7 @@
 
 #include "../pe_check.hpp"
 #include "catch.hpp"
+#include "fake_topology.hpp"
 
 using symm_test::on_pes;
 
@@ -577,6 +578,7 @@ TEST_CASE("stream collectives: one plan per call, from the sizes, the GPUs and t
   using symm::detail::collective_tuning;
   using symm::detail::plan_stream_collective;
   constexpr std::size_t KiB = 1024, MiB = KiB * KiB;
+  constexpr symm::detail::team_links one_gpu{}; // what symm assumed of every team before it knew topologies
 
   // What every PE can keep resident: one block per SM of the smallest GPU, shared by the PEs of the busiest GPU.
   STATIC_REQUIRE(collective_block_limit(132, 2) == 66);  // 2 PEs on one H100
@@ -592,29 +594,37 @@ TEST_CASE("stream collectives: one plan per call, from the sizes, the GPUs and t
              {3, "b", "0000:18:00.0", 4}}) == 2);
 
   // Blocks: one per 4 KiB of dst + src, at most 64 unless SYMM_COLLECTIVE_BLOCKS asks, never past what is resident.
-  STATIC_REQUIRE(plan_stream_collective(collective_id::fcollect, 2 * KiB, 1 * KiB, false, 66).blocks == 1);
-  STATIC_REQUIRE(plan_stream_collective(collective_id::fcollect, 64 * KiB, 32 * KiB, false, 66).blocks == 24);
-  STATIC_REQUIRE(plan_stream_collective(collective_id::fcollect, 128 * MiB, 64 * MiB, false, 66).blocks == 64);
-  STATIC_REQUIRE(plan_stream_collective(collective_id::fcollect, 128 * MiB, 64 * MiB, false, 16).blocks == 16);
+  STATIC_REQUIRE(plan_stream_collective(collective_id::fcollect, 2 * KiB, 1 * KiB, false, 66, one_gpu).blocks == 1);
+  STATIC_REQUIRE(plan_stream_collective(collective_id::fcollect, 64 * KiB, 32 * KiB, false, 66, one_gpu).blocks == 24);
+  STATIC_REQUIRE(plan_stream_collective(collective_id::fcollect, 128 * MiB, 64 * MiB, false, 66, one_gpu).blocks == 64);
+  STATIC_REQUIRE(plan_stream_collective(collective_id::fcollect, 128 * MiB, 64 * MiB, false, 16, one_gpu).blocks == 16);
   constexpr collective_tuning sixty_four{algorithm_choice::automatic, 64};
-  STATIC_REQUIRE(plan_stream_collective(collective_id::alltoall, 4 * KiB, 4 * KiB, false, 66, sixty_four).blocks == 64);
-  STATIC_REQUIRE(plan_stream_collective(collective_id::alltoall, 4 * KiB, 4 * KiB, false, 16, sixty_four).blocks == 16);
+  STATIC_REQUIRE(
+      plan_stream_collective(collective_id::alltoall, 4 * KiB, 4 * KiB, false, 66, one_gpu, sixty_four).blocks == 64);
+  STATIC_REQUIRE(
+      plan_stream_collective(collective_id::alltoall, 4 * KiB, 4 * KiB, false, 16, one_gpu, sixty_four).blocks == 16);
 
   // Algorithm: one-shot up to 64 KiB per PE, two-shot above and always for an allreduce in place; the override holds
   // only where it is safe and the kind has both.
-  STATIC_REQUIRE(!plan_stream_collective(collective_id::allreduce, 64 * KiB, 64 * KiB, false, 66).two_shot);
-  STATIC_REQUIRE(plan_stream_collective(collective_id::allreduce, 64 * KiB + 16, 64 * KiB + 16, false, 66).two_shot);
-  STATIC_REQUIRE(plan_stream_collective(collective_id::allreduce, 4 * KiB, 4 * KiB, true, 66).two_shot);
+  STATIC_REQUIRE(!plan_stream_collective(collective_id::allreduce, 64 * KiB, 64 * KiB, false, 66, one_gpu).two_shot);
+  STATIC_REQUIRE(
+      plan_stream_collective(collective_id::allreduce, 64 * KiB + 16, 64 * KiB + 16, false, 66, one_gpu).two_shot);
+  STATIC_REQUIRE(plan_stream_collective(collective_id::allreduce, 4 * KiB, 4 * KiB, true, 66, one_gpu).two_shot);
   constexpr collective_tuning one_shot{algorithm_choice::one_shot, 0};
   constexpr collective_tuning two_shot{algorithm_choice::two_shot, 0};
-  STATIC_REQUIRE(!plan_stream_collective(collective_id::broadcast, 8 * MiB, 8 * MiB, false, 66, one_shot).two_shot);
-  STATIC_REQUIRE(plan_stream_collective(collective_id::allreduce, 4 * KiB, 4 * KiB, true, 66, one_shot).two_shot);
-  STATIC_REQUIRE(plan_stream_collective(collective_id::reduce, 4 * KiB, 4 * KiB, false, 66, two_shot).two_shot);
-  STATIC_REQUIRE(!plan_stream_collective(collective_id::fcollect, 8 * MiB, 1 * MiB, false, 66, two_shot).two_shot);
+  STATIC_REQUIRE(
+      !plan_stream_collective(collective_id::broadcast, 8 * MiB, 8 * MiB, false, 66, one_gpu, one_shot).two_shot);
+  STATIC_REQUIRE(
+      plan_stream_collective(collective_id::allreduce, 4 * KiB, 4 * KiB, true, 66, one_gpu, one_shot).two_shot);
+  STATIC_REQUIRE(
+      plan_stream_collective(collective_id::reduce, 4 * KiB, 4 * KiB, false, 66, one_gpu, two_shot).two_shot);
+  STATIC_REQUIRE(
+      !plan_stream_collective(collective_id::fcollect, 8 * MiB, 1 * MiB, false, 66, one_gpu, two_shot).two_shot);
   CHECK(symm::detail::describe_plan(
-            collective_id::allreduce, plan_stream_collective(collective_id::allreduce, 1 * MiB, 1 * MiB, false, 66),
-            1 * MiB, 2) == "symm::allreduce on a stream, 1048576 bytes of dst on 2 PEs: two-shot, 64 blocks x 512 "
-                           "threads");
+            collective_id::allreduce,
+            plan_stream_collective(collective_id::allreduce, 1 * MiB, 1 * MiB, false, 66, one_gpu), 1 * MiB, 2,
+            one_gpu) == "symm::allreduce on a stream, 1048576 bytes of dst on 2 PEs (one GPU): two-shot, 64 "
+                        "blocks x 512 threads");
 
   // The environment: read once per world, checked on every PE alike.
   {
@@ -646,4 +656,77 @@ TEST_CASE("stream collectives: one plan per call, from the sizes, the GPUs and t
   CHECK_THAT(symm::detail::collective_tuning_mismatch({5, 5, 7}, 0),
              symm_test::contains_substring("PE 0: SYMM_COLLECTIVE_ALGORITHM / SYMM_COLLECTIVE_BLOCKS differ between "
                                            "this PE and PE 2"));
+}
+
+TEST_CASE("stream collectives: the plan follows the team's weakest link (provisional PCIe rule)",
+          "[collectives][plan]["
+          "topology]") {
+  using symm::detail::collective_id;
+  using symm::detail::collective_plan;
+  using symm::detail::link_class;
+  using symm::detail::one_shot_max_bytes;
+  using symm::detail::team_links;
+  using symm_test::pe_range;
+  constexpr std::size_t KiB = 1024;
+  const auto plan = [](team_links links, std::size_t bytes, collective_id c = collective_id::allreduce,
+                       symm::detail::collective_tuning tuning = {}) {
+    return symm::detail::plan_stream_collective(c, bytes, bytes, false, 66, links, tuning);
+  };
+
+  // The threshold: today's 64 KiB where every pair of the team's GPUs is the same GPU, NVLink or unknown; half with a
+  // PCIe pair (or `none`).
+  STATIC_REQUIRE(one_shot_max_bytes(team_links{link_class::same_gpu}) == symm::collective_one_shot_max_bytes);
+  STATIC_REQUIRE(one_shot_max_bytes(team_links{link_class::nvlink}) == 64 * KiB);
+  STATIC_REQUIRE(one_shot_max_bytes(team_links{link_class::unknown}) == 64 * KiB);
+  STATIC_REQUIRE(one_shot_max_bytes(team_links{link_class::pcie}) == 32 * KiB);
+  STATIC_REQUIRE(one_shot_max_bytes(team_links{link_class::none}) == 32 * KiB);
+
+  // The teams of fake machines, as team_state finds their links (topology::links_of over the members).
+  const team_links one_gpu = symm_test::all_nvlink(1, 4).links_of(pe_range(0, 4));     // 4 PEs under MPS
+  const team_links mps_pair = symm_test::all_nvlink(2, 2).links_of(pe_range(0, 4));    // 2 PEs on each of 2 GPUs
+  const team_links nvswitch = symm_test::all_nvlink(8).links_of(pe_range(0, 8));       // 8 GPUs, all NVLink
+  const team_links island = symm_test::two_islands().links_of(pe_range(4, 4));         // one NVLink island of 4
+  const team_links islands = symm_test::two_islands().links_of(pe_range(0, 8));        // both, over PCIe
+  const team_links across = symm_test::two_islands().links_of(std::vector<int>{0, 4}); // a PCIe pair alone
+  CHECK(one_gpu.weakest == link_class::same_gpu);
+  CHECK(mps_pair.weakest == link_class::nvlink);
+  CHECK(nvswitch.weakest == link_class::nvlink);
+  CHECK(island.weakest == link_class::nvlink);
+  CHECK(islands.weakest == link_class::pcie);
+  CHECK(across.weakest == link_class::pcie);
+
+  // Unchanged on one GPU and over NVLink: one-shot up to 64 KiB, two-shot above, the same blocks as before.
+  for (const team_links links : {one_gpu, mps_pair, nvswitch, island, team_links{link_class::unknown}}) {
+    CAPTURE(to_string(links.weakest));
+    CHECK_FALSE(plan(links, 32 * KiB).two_shot);
+    CHECK_FALSE(plan(links, 32 * KiB + 16).two_shot);
+    CHECK_FALSE(plan(links, 64 * KiB).two_shot);
+    CHECK(plan(links, 64 * KiB + 16).two_shot);
+    CHECK(plan(links, 48 * KiB) == plan(team_links{}, 48 * KiB));
+  }
+
+  // A team with a PCIe pair: two-shot from half the size, everything else as before.
+  for (const team_links links : {islands, across}) {
+    CHECK_FALSE(plan(links, 32 * KiB).two_shot);
+    CHECK(plan(links, 32 * KiB + 16).two_shot);
+    CHECK(plan(links, 48 * KiB).two_shot);
+    CHECK(plan(links, 1024 * KiB).two_shot);
+    CHECK(plan(links, 48 * KiB).blocks == plan(nvswitch, 48 * KiB).blocks);
+    CHECK(plan(links, 48 * KiB, collective_id::broadcast).two_shot);
+    CHECK(plan(links, 48 * KiB, collective_id::reduce).two_shot);
+    CHECK_FALSE(plan(links, 48 * KiB, collective_id::fcollect).two_shot); // no two-shot form: unchanged
+    // An allreduce in place is two-shot at any size, and the override still wins where it is safe.
+    CHECK(symm::detail::plan_stream_collective(collective_id::allreduce, 4 * KiB, 4 * KiB, true, 66, links).two_shot);
+    constexpr symm::detail::collective_tuning one_shot{symm::detail::algorithm_choice::one_shot, 0};
+    CHECK_FALSE(plan(links, 48 * KiB, collective_id::allreduce, one_shot).two_shot);
+  }
+  CHECK_FALSE(plan(nvswitch, 48 * KiB).two_shot); // the same size over NVLink: one-shot
+
+  // SYMM_DEBUG names the link class of the team.
+  CHECK(symm::detail::describe_plan(collective_id::allreduce, plan(islands, 48 * KiB), 48 * KiB, 8, islands) ==
+        "symm::allreduce on a stream, 49152 bytes of dst on 8 PEs (weakest link PCIe): two-shot, 24 blocks x 512 "
+        "threads");
+  CHECK(symm::detail::describe_plan(collective_id::allreduce, plan(island, 48 * KiB), 48 * KiB, 4, island) ==
+        "symm::allreduce on a stream, 49152 bytes of dst on 4 PEs (weakest link NVLink): one-shot, 24 blocks x 512 "
+        "threads");
 }

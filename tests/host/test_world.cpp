@@ -22,6 +22,7 @@
 
 #include "../pe_check.hpp"
 #include "catch.hpp"
+#include "fake_topology.hpp"
 
 using symm_test::on_pes;
 using symm_test::scoped_env;
@@ -609,6 +610,163 @@ TEST_CASE("peer access: every pair of GPUs of a node needs peer access and nativ
   CHECK_THAT(judge_peer_access(users, problems),
              contains_substring("PE 3 (GPU 0000:3b:00.0 of node a) and PE 0 (GPU 0000:18:00.0): the driver reports no "
                                 "peer access between these GPUs (cudaDeviceCanAccessPeer is 0)"));
+}
+
+TEST_CASE("topology: the class of every link from what the PEs gathered, on machines of 1 to 8 GPUs",
+          "[world][device]["
+          "topology]") {
+  using symm::detail::link_class;
+  using symm_test::pe_range;
+
+  // Two GPUs, NVLink peers: one PE each.
+  const auto two = symm_test::all_nvlink(2);
+  CHECK(two.n_pes() == 2);
+  CHECK(two.link(0, 1) == link_class::nvlink);
+  CHECK(two.link(1, 0) == link_class::nvlink);
+  CHECK(two.link(1, 1) == link_class::same_gpu);
+  CHECK_FALSE(two.shares_gpu(0, 1));
+  CHECK(two.shares_gpu(1, 1));
+  CHECK(two.weakest_link() == link_class::nvlink);
+  CHECK(two.gpu_count() == 2);
+  CHECK(two.performance_rank(0, 1) == 0);
+  CHECK(two.users()[1].bus_id == "0000:19:00.0");
+  CHECK(two.describe(0) == "PE 0: GPU 0000:18:00.0 of node a; NVLink: 1 (rank 0)");
+
+  // Four GPUs, all NVLink (an NVSwitch machine).
+  const auto four = symm_test::all_nvlink(4);
+  CHECK(four.weakest_link() == link_class::nvlink);
+  CHECK(four.all_pairs_at_least(link_class::nvlink, pe_range(0, 4)));
+  CHECK_FALSE(four.all_pairs_at_least(link_class::same_gpu, pe_range(0, 4)));
+  CHECK(four.gpu_count() == 4);
+  CHECK(four.describe(2) == "PE 2: GPU 0000:1a:00.0 of node a; NVLink: 0, 1, 3 (rank 0)");
+
+  // Eight GPUs as two NVLink islands of four linked by PCIe: each island is NVLink-class, the world is PCIe.
+  const auto eight = symm_test::two_islands();
+  CHECK(eight.link(0, 3) == link_class::nvlink);
+  CHECK(eight.link(0, 4) == link_class::pcie);
+  CHECK(eight.link(7, 3) == link_class::pcie);
+  CHECK(eight.link(5, 6) == link_class::nvlink);
+  CHECK(eight.weakest_link(pe_range(0, 4)) == link_class::nvlink);
+  CHECK(eight.weakest_link(pe_range(4, 4)) == link_class::nvlink);
+  CHECK(eight.weakest_link(std::vector<int>{3, 4}) == link_class::pcie);
+  CHECK(eight.weakest_link() == link_class::pcie);
+  CHECK(eight.links_of(pe_range(0, 4)).weakest == link_class::nvlink);
+  CHECK(eight.links_of(pe_range(0, 8)).weakest == link_class::pcie);
+  CHECK(eight.all_pairs_at_least(link_class::pcie, pe_range(0, 8)));
+  CHECK_FALSE(eight.all_pairs_at_least(link_class::nvlink, pe_range(0, 8)));
+  CHECK(eight.gpu_count() == 8);
+  CHECK(eight.gpu_count(pe_range(2, 4)) == 4);
+  CHECK(eight.performance_rank(0, 5) == 1);
+  CHECK(eight.describe(0) == "PE 0: GPU 0000:18:00.0 of node a; NVLink: 1-3 (rank 0); PCIe: 4-7 (rank 1)");
+  CHECK(eight.describe(5) == "PE 5: GPU 0000:1d:00.0 of node a; NVLink: 4, 6, 7 (rank 0); PCIe: 0-3 (rank 1)");
+
+  // Two PEs per GPU (processes under MPS) on two NVLink GPUs: PEs 0, 1 share GPU 0, PEs 2, 3 share GPU 1.
+  const auto mps = symm_test::all_nvlink(2, 2);
+  CHECK(mps.n_pes() == 4);
+  CHECK(mps.shares_gpu(0, 1));
+  CHECK(mps.shares_gpu(3, 2));
+  CHECK_FALSE(mps.shares_gpu(1, 2));
+  CHECK(mps.link(0, 1) == link_class::same_gpu);
+  CHECK(mps.link(1, 2) == link_class::nvlink);
+  CHECK(mps.links_of(std::vector<int>{2, 3}).one_gpu());
+  CHECK_FALSE(mps.links_of(pe_range(0, 4)).one_gpu());
+  CHECK(mps.gpu_count() == 2);
+  CHECK(mps.gpu_count(std::vector<int>{0, 1}) == 1);
+  CHECK(mps.describe(1) == "PE 1: GPU 0000:18:00.0 of node a; same GPU: 0; NVLink: 2, 3 (rank 0)");
+  // Four PEs on one GPU: nothing but same_gpu.
+  const auto one = symm_test::all_nvlink(1, 4);
+  CHECK(one.weakest_link() == link_class::same_gpu);
+  CHECK(one.links_of(pe_range(0, 4)).one_gpu());
+  CHECK(one.gpu_count() == 1);
+  CHECK(one.describe(3) == "PE 3: GPU 0000:18:00.0 of node a; same GPU: 0-2");
+
+  // Four NVLink GPUs but one pair without peer access (GPUs 1 and 2): that pair is `none`, the world's weakest link.
+  const auto gap = symm_test::fake_topology(4, 1, [](int g, int h) {
+    return (g == 1 && h == 2) || (g == 2 && h == 1) ? symm_test::no_access_pair : symm_test::nvlink_pair;
+  });
+  CHECK(gap.link(1, 2) == link_class::none);
+  CHECK(gap.link(2, 1) == link_class::none);
+  CHECK(gap.link(0, 2) == link_class::nvlink);
+  CHECK(gap.weakest_link() == link_class::none);
+  CHECK(gap.weakest_link(std::vector<int>{0, 1, 3}) == link_class::nvlink);
+  CHECK(gap.describe(1) == "PE 1: GPU 0000:19:00.0 of node a; NVLink: 0, 3 (rank 0); none: 2");
+
+  // A GPU that one side could not ask about (CUDA_VISIBLE_DEVICES): the other side's answer holds for the pair;
+  // neither side asked: unknown, which ranks above PCIe and below NVLink.
+  const auto hidden = symm_test::fake_topology(3, 1, [](int g, int h) {
+    if (g == 0) return symm_test::hidden_pair;                                 // GPU 0's process sees only GPU 0
+    if (h == 0) return g == 1 ? symm_test::pcie_pair : symm_test::hidden_pair; // GPU 1 sees GPU 0; GPU 2 does not
+    return symm_test::nvlink_pair;
+  });
+  CHECK(hidden.link(0, 1) == link_class::pcie);
+  CHECK(hidden.link(1, 0) == link_class::pcie);
+  CHECK(hidden.link(0, 2) == link_class::unknown);
+  CHECK(hidden.link(2, 0) == link_class::unknown);
+  CHECK(hidden.link(1, 2) == link_class::nvlink);
+  CHECK(hidden.weakest_link(std::vector<int>{0, 2}) == link_class::unknown);
+  CHECK(hidden.weakest_link() == link_class::pcie);
+  CHECK(hidden.performance_rank(0, 2) == -1);
+
+  // PEs on two nodes (the nvshmem backend): another node is `none`, whatever the facts say.
+  const std::vector<symm::detail::gpu_user> nodes{{0, "a", "0000:18:00.0", 1}, {1, "b", "0000:18:00.0", 2}};
+  const std::vector<symm::detail::pair_facts> nvlink_facts(4, symm_test::nvlink_pair);
+  const auto across = symm::detail::make_topology(nodes, nvlink_facts);
+  CHECK(across.link(0, 1) == link_class::none);
+  CHECK_FALSE(across.shares_gpu(0, 1)); // the same bus id on another node is another GPU
+  CHECK(across.gpu_count() == 2);
+  CHECK(across.describe(1) == "PE 1: GPU 0000:18:00.0 of node b; none: 0");
+  CHECK_THROWS_AS(symm::detail::make_topology(nodes, std::vector<symm::detail::pair_facts>(3)), symm::error);
+
+  // What travels at start-up: each PE's row over the PEs of its node (as cuda_heap gathers it), expanded to n x n.
+  // Node a holds PEs 0, 1, 3 (interleaved with node b's PE 2), each on its own GPU.
+  const std::vector<symm::detail::gpu_user> mixed{
+      {0, "a", "0000:18:00.0", 1},
+      {1, "a", "0000:19:00.0", 2},
+      {2, "b", "0000:18:00.0", 3},
+      {3, "a", "0000:1a:00.0", 4}};
+  const auto by_node = symm::detail::pes_by_node(mixed);
+  CHECK(by_node[0] == std::vector<int>{0, 1, 3});
+  CHECK(by_node[3] == std::vector<int>{0, 1, 3});
+  CHECK(by_node[2] == std::vector<int>{2});
+  const std::size_t width = symm::detail::node_row_width(by_node);
+  CHECK(width == 3);
+  using symm_test::hidden_pair;
+  using symm_test::nvlink_pair;
+  using symm_test::pcie_pair;
+  const std::vector<symm::detail::pair_facts> rows{
+      hidden_pair, nvlink_pair, pcie_pair,   // PE 0 of PEs 0, 1, 3
+      nvlink_pair, hidden_pair, nvlink_pair, // PE 1
+      hidden_pair, hidden_pair, hidden_pair, // PE 2 (alone on node b), padded
+      pcie_pair,   nvlink_pair, hidden_pair};
+  const auto gathered = symm::detail::make_topology(mixed, symm::detail::facts_from_node_rows(by_node, rows, width));
+  CHECK(gathered.link(0, 1) == link_class::nvlink);
+  CHECK(gathered.link(0, 3) == link_class::pcie);
+  CHECK(gathered.link(3, 0) == link_class::pcie);
+  CHECK(gathered.link(1, 3) == link_class::nvlink);
+  CHECK(gathered.link(0, 2) == link_class::none);
+  CHECK(gathered.link(2, 3) == link_class::none);
+  CHECK(gathered.performance_rank(3, 0) == 1);
+  CHECK(gathered.describe(0) == "PE 0: GPU 0000:18:00.0 of node a; NVLink: 1 (rank 0); PCIe: 3 (rank 1); none: 2");
+
+  // The host backend: every link `host`, no GPU.
+  const auto host = symm::detail::topology::host(3);
+  CHECK(host.is_host());
+  CHECK(host.n_pes() == 3);
+  CHECK(host.link(0, 2) == link_class::host);
+  CHECK_FALSE(host.shares_gpu(0, 1));
+  CHECK(host.weakest_link() == link_class::host);
+  CHECK(host.gpu_count() == 0);
+  CHECK(host.describe(1) == "PE 1: host backend, every PE's heap is shared memory of this node (3 PEs)");
+}
+
+TEST_CASE("topology: a world on the host backend knows its PEs share host memory", "[world][topology]") {
+  REQUIRE_NOTHROW(on_pes(3, [](symm::world& world) {
+    const symm::detail::topology& t = world.state()->topology();
+    PE_REQUIRE(t.is_host());
+    PE_REQUIRE(t.n_pes() == 3);
+    PE_REQUIRE(t.link(0, 2) == symm::detail::link_class::host);
+    PE_REQUIRE(world.team().state()->links().weakest == symm::detail::link_class::host);
+  }));
 }
 
 TEST_CASE("MPS: a daemon answers only where its control socket accepts a connection", "[world][device]") {

@@ -77,6 +77,9 @@ public:
   [[nodiscard]] bool is_world() const noexcept { return channel_ == 0; }
   [[nodiscard]] int channel() const noexcept { return channel_; }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  //! The weakest link between the team's GPUs (detail/topology.hpp), for the collectives' plan: found once, when the
+  //! team is made, from the world's topology, the same on every PE.
+  [[nodiscard]] team_links links() const noexcept { return links_; }
 
   //! Whether this PE reaches a PE of the team only through NVSHMEM RMA (nvshmem backend, another node): then the
   //! team's collectives are NVSHMEM's, over nvshmem_team(). Always false on the other backends.
@@ -130,6 +133,7 @@ private:
       members_.push_back(pes_.pe(i));
       if constexpr (rma_transport) rma_peer_ = rma_peer_ || !world_->mapped(pes_.pe(i));
     }
+    links_ = world_->topology().links_of(members_);
   }
 
   std::shared_ptr<world_state> world_;
@@ -138,6 +142,7 @@ private:
   int channel_ = 0;
   std::string name_;
   std::vector<int> members_;
+  team_links links_;
   std::uint64_t sequence_ = 0; // collective operations on this team (not used by the world team)
   bool destroyed_ = false;
   bool rma_peer_ = false;

@@ -15,6 +15,7 @@
 #include <symm/detail/job_layout.hpp>
 #include <symm/detail/net_coordination.hpp>
 #include <symm/detail/peer_table.hpp>
+#include <symm/detail/topology.hpp>
 #include <symm/detail/world_interface.hpp>
 #if SYMM_CUDA_BACKEND()
 #  include <symm/detail/backend/cuda/cuda_heap.hpp>
@@ -237,6 +238,7 @@ public:
     atomic_at(mine.pid).store(static_cast<std::uint32_t>(::getpid()), std::memory_order_relaxed);
     atomic_at(mine.state).store(static_cast<std::uint32_t>(pe_state::running), std::memory_order_release);
     if (kind_ == symm::backend::host) {
+      topology_ = detail::topology::host(job_.n_pes);
       peer_bases_.assign(host_->bases(), host_->bases() + job_.n_pes);
       device_peer_bases_ = peer_bases_.data();
     } else {
@@ -244,6 +246,7 @@ public:
       cuda_ = std::make_unique<cuda_heap>(*boot_, job_, heap_bytes_, options.device,
                                           kind_ == symm::backend::nvshmem ? heap_source::nvshmem : heap_source::vmm);
       heap_bytes_ = cuda_->heap_bytes();
+      topology_ = cuda_->topology(); // a copy: it outlives the heap, which finalize releases
       peer_bases_.assign(cuda_->bases(), cuda_->bases() + job_.n_pes);
       device_peer_bases_ = cuda_->device_table();
 #else
@@ -272,6 +275,7 @@ public:
       std::fprintf(stderr, "symm: debug: PE %d of %d (%d of %d on its node): started by %s%s%s, met through %s\n",
                    job_.pe, job_.n_pes, job_.local_pe, job_.local_n_pes, how.name.c_str(),
                    how.identity.empty() ? "" : "; job ", how.identity.c_str(), how.rendezvous.c_str());
+      std::fprintf(stderr, "symm: debug: topology: %s\n", topology().describe(job_.pe).c_str());
     }
 #if SYMM_CUDA_BACKEND()
     // Last, and it never throws: a world that fails to start never leaves the thread behind.
@@ -407,6 +411,11 @@ public:
     if (cuda_) return cuda_->collective_block_limit();
 #endif
     return 1;
+  }
+  //! How the PEs reach each other's GPUs (detail/topology.hpp): gathered by the cuda and nvshmem backends' heap at
+  //! start-up (cuda_heap::topology); on the host backend every link is `host` (shared memory of one node, no GPU).
+  [[nodiscard]] const detail::topology& topology() const noexcept {
+    return topology_;
   }
   //! SYMM_DEBUG: whether plan `key` of collective kind `kind` on a team of `n_pes` is new to this world (then it is
   //! remembered). Host threads may issue collectives at once.
@@ -930,6 +939,7 @@ private:
   channel_set team_channels_ = world_channel_only();
   std::size_t system_offset_ = 0;
   collective_tuning tuning_;
+  detail::topology topology_;
   std::mutex printed_plans_mutex_;
   std::set<std::tuple<int, int, std::uint64_t>> printed_plans_; // SYMM_DEBUG: (kind, team size, plan) printed once
   std::chrono::milliseconds collective_bound_{0};               // 0: none

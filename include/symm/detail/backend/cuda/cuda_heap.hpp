@@ -16,17 +16,20 @@
 #include <symm/detail/device_wait.hpp>
 #include <symm/detail/env.hpp>
 #include <symm/detail/job_layout.hpp>
+#include <symm/detail/topology.hpp>
 #include <symm/detail/wait_trap_record.hpp>
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -129,9 +132,12 @@ public:
     char bus_id[32] = {};
     SYMM_TRY_CUDA(cudaDeviceGetPCIBusId(bus_id, static_cast<int>(sizeof(bus_id)), device_));
     pci_bus_id_ = bus_id;
-    const std::vector<gpu_user> users = check_gpu_sharing(boot, job);
+    std::vector<gpu_user> users = check_gpu_sharing(boot, job);
+    peer_problem problem;
+    const std::vector<pair_facts> asked = ask_about_peers(users, job.pe, problem);
     // NVSHMEM reaches peers without peer access through its proxy: only symm's own mapping needs it.
-    if (source == heap_source::vmm) check_peer_access(boot, job, users);
+    if (source == heap_source::vmm) check_peer_access(boot, job, users, problem);
+    topology_ = gather_topology(boot, job, std::move(users), asked);
     warn_if_lazy_module_loading(job.pe);
     // Loading symm's host-side kernels and pinning their words can wait for running kernels: do it now, before any
     // kernel of this job runs (see module_loading.hpp).
@@ -217,6 +223,10 @@ public:
   //! Blocks of a stream collective's kernel every PE can keep resident at once (detail::collective_block_limit).
   [[nodiscard]] unsigned collective_block_limit() const noexcept {
     return collective_block_limit_;
+  }
+  //! How the PEs reach each other's GPUs (detail/topology.hpp), the same on every PE.
+  [[nodiscard]] const detail::topology& topology() const noexcept {
+    return topology_;
   }
   //! This PE's failure word (mapped pinned host memory; detail/device_wait.hpp): 0, or a failed PE's number + 1 once
   //! the world's failure monitor found one. The monitor must stop before this heap goes away.
@@ -341,31 +351,65 @@ private:
     return users;
   }
 
-  //! Collective, before any heap is mapped: this PE asks the driver how its GPU reaches the GPU of every other PE of
-  //! its node (peer access, native atomics), the PEs tell each other the first pair that fails, and every PE throws
-  //! the same error naming it (detail::judge_peer_access), instead of a failed mapping on some PEs or atomics that are
-  //! not atomic. A peer GPU this process does not see (CUDA_VISIBLE_DEVICES) cannot be asked about: its mapping says.
-  void check_peer_access(bootstrap& boot, const job_info& job, const std::vector<gpu_user>& users) const {
-    peer_problem mine;
-    const gpu_user& me = users[static_cast<std::size_t>(job.pe)];
+  //! What the driver says of the way from this PE's GPU to the GPU of every other PE of its node (peer access, native
+  //! atomics, P2P performance rank): one pair_facts per PE, `asked` set where the driver answered; `first` gets the
+  //! first peer in PE order that cannot be used (detail::classify_peer). A peer GPU this process does not see
+  //! (CUDA_VISIBLE_DEVICES) cannot be asked about: its mapping says. Throws nothing of the driver's: a PE that threw
+  //! alone would leave the others waiting.
+  std::vector<pair_facts> ask_about_peers(const std::vector<gpu_user>& users, int me_pe, peer_problem& first) const {
+    std::vector<pair_facts> facts(users.size());
+    const gpu_user& me = users[static_cast<std::size_t>(me_pe)];
     for (const gpu_user& other : users) {
-      if (other.node != me.node || other.bus_id == me.bus_id || mine.peer >= 0) continue;
-      int peer_device = -1, access = 0, atomics = 0;
+      if (other.node != me.node || other.bus_id == me.bus_id) continue;
+      int peer_device = -1, access = 0, atomics = 0, rank = -1;
       const bool visible = cudaDeviceGetByPCIBusId(&peer_device, other.bus_id.c_str()) == cudaSuccess;
       if (!visible) (void) cudaGetLastError();
-      // A failed query is told like a missing path, not thrown: a PE that threw alone would leave the others waiting.
+      // A failed query is told like a missing path, not thrown.
       if (visible && (cudaDeviceCanAccessPeer(&access, device_, peer_device) != cudaSuccess ||
                       cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, device_, peer_device) !=
                           cudaSuccess)) {
         (void) cudaGetLastError();
-        mine = {other.pe, peer_path::query_failed};
+        if (first.peer < 0) first = {other.pe, peer_path::query_failed};
         continue;
       }
       const peer_path path = classify_peer(visible, access != 0, atomics != 0);
-      if (path != peer_path::usable && path != peer_path::not_visible) mine = {other.pe, path};
+      if (path != peer_path::usable && path != peer_path::not_visible && first.peer < 0) first = {other.pe, path};
+      if (!visible) continue;
+      // The rank only describes the link (detail/topology.hpp): a failure to give it refuses nothing.
+      if (cudaDeviceGetP2PAttribute(&rank, cudaDevP2PAttrPerformanceRank, device_, peer_device) != cudaSuccess) {
+        (void) cudaGetLastError();
+        rank = -1;
+      }
+      facts[static_cast<std::size_t>(other.pe)] = {
+          1, static_cast<std::uint8_t>(access != 0), static_cast<std::uint8_t>(atomics != 0), rank};
     }
+    return facts;
+  }
+
+  //! Collective, before any heap is mapped: the PEs tell each other the first peer each cannot use (ask_about_peers),
+  //! and every PE throws the same error naming it (detail::judge_peer_access), instead of a failed mapping on some PEs
+  //! or atomics that are not atomic.
+  static void check_peer_access(bootstrap& boot, const job_info& job, const std::vector<gpu_user>& users,
+                                peer_problem mine) {
     const std::string problem = judge_peer_access(users, boot.allgather_value(mine));
     if (!problem.empty()) SYMM_THROW(errc::unsupported, "PE {}: {}", job.pe, problem);
+  }
+
+  //! Collective: every PE tells the others what it asked of the driver (`mine`, one pair_facts per PE, of which only
+  //! its node's PEs travel: facts_from_node_rows), and each makes the same topology from all of it
+  //! (detail::make_topology).
+  static detail::topology gather_topology(bootstrap& boot, const job_info& job, std::vector<gpu_user> users,
+                                          const std::vector<pair_facts>& mine) {
+    const std::vector<std::vector<int>> nodes = pes_by_node(users);
+    const std::size_t width = node_row_width(nodes);
+    std::vector<pair_facts> row(width);
+    const std::vector<int>& local = nodes[static_cast<std::size_t>(job.pe)];
+    for (std::size_t i = 0; i < local.size(); ++i)
+      row[i] = mine[static_cast<std::size_t>(local[i])];
+    const std::vector<std::byte> all = boot.allgather(std::as_bytes(std::span(row)));
+    std::vector<pair_facts> rows(width * users.size());
+    std::memcpy(rows.data(), all.data(), std::min(all.size(), rows.size() * sizeof(pair_facts)));
+    return make_topology(std::move(users), facts_from_node_rows(nodes, rows, width));
   }
   //! The cuda backend's heap: a VMM segment on this GPU, exported, exchanged and mapped by every PE.
   void map_vmm_heap(bootstrap& boot, const job_info& job, std::size_t heap_bytes) {
@@ -407,6 +451,7 @@ private:
   wait_trap_record* trap_record_ = nullptr;
   std::size_t heap_bytes_ = 0;
   unsigned collective_block_limit_ = 1;
+  detail::topology topology_;
 #if SYMM_NVSHMEM_BACKEND()
   std::optional<nvshmem_heap> nvshmem_;
 #endif
