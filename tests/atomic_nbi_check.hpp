@@ -81,11 +81,15 @@ void check_atomic_nbi_model(symm::world& world) {
   expect_old(symm::fetch_add_nbi(cell, T(5)), T(17));
   expect_old(symm::fetch_sub_nbi(cell, T(2)), T(15));
   if constexpr (std::is_integral_v<T>) {
-    expect_old(symm::fetch_and_nbi(cell, T(0x0d)), T(0x0d));      // 15 & 13
-    expect_old(symm::fetch_or_nbi(cell, T(0x30)), T(0x3d));       // 13 | 48
-    expect_old(symm::fetch_xor_nbi(cell, T(0x05)), T(0x38));      // 61 ^ 5
-    expect_old(symm::fetch_min_nbi(cell, T(40)), T(40));          // min(56, 40)
-    expect_old(symm::fetch_max_nbi(cell, T(44)), T(44));          // max(40, 44)
+    expect_old(symm::fetch_and_nbi(cell, T(0x0d)), T(0x0d)); // 15 & 13
+    expect_old(symm::fetch_or_nbi(cell, T(0x30)), T(0x3d));  // 13 | 48
+    expect_old(symm::fetch_xor_nbi(cell, T(0x05)), T(0x38)); // 61 ^ 5
+    expect_old(symm::fetch_min_nbi(cell, T(40)), T(40));     // min(56, 40)
+    expect_old(symm::fetch_max_nbi(cell, T(44)), T(44));     // max(40, 44)
+    if constexpr (std::is_signed_v<T>) {                     // signed comparison: -7 < 44
+      expect_old(symm::fetch_min_nbi(cell, T(-7)), T(-7));
+      expect_old(symm::fetch_max_nbi(cell, T(44)), T(44));
+    }
     symm::bit_or_nbi(cell, T(0x01)).wait(), model = T(model | T(0x01));  // 45
     symm::bit_and_nbi(cell, T(0x0f)).wait(), model = T(model & T(0x0f)); // 13
     symm::bit_xor_nbi(cell, T(0x02)).wait(), model = T(model ^ T(0x02)); // 15

@@ -42,16 +42,10 @@
 SYMM_BEGIN_NAMESPACE
 namespace detail {
 
-//! The future of an operation a GPU backend started and did not wait for.
-template <class T>
-future<T> pending_future(pending_value pending) {
-  return future<T>(future<>(pending.done), std::move(pending.result));
-}
-
 //! The host backend's (and any world whose heap host code can reach): the blocking member, now.
 template <atomic_op Op, class T>
-std::remove_cv_t<T> atomic_now(const pe_ref<T>& ref, std::remove_cv_t<T> operand, std::remove_cv_t<T> expected,
-                               cuda::memory_order order) {
+std::remove_cv_t<T>
+atomic_now(const pe_ref<T>& ref, std::remove_cv_t<T> operand, std::remove_cv_t<T> expected, cuda::memory_order order) {
   if constexpr (Op == atomic_op::load) return ref.load(order);
   else if constexpr (Op == atomic_op::store) return ref.store(operand, order), std::remove_cv_t<T>{};
   else if constexpr (Op == atomic_op::exchange) return ref.exchange(operand, order);
@@ -68,44 +62,31 @@ std::remove_cv_t<T> atomic_now(const pe_ref<T>& ref, std::remove_cv_t<T> operand
   else return ref.fetch_max(operand, order);
 }
 
-//! Every nbi atomic: the type rules of its blocking twin, then now (host heap) or started on the world's stream.
+//! A fetching nbi atomic (the type rules are checked by the caller): now (host heap), or started on the world's stream
+//! with a word for its value. `what` names the call, for errors.
 template <atomic_op Op, class T>
-future<std::remove_cv_t<T>> atomic_nbi(const pe_ref<T>& ref, std::remove_cv_t<T> operand,
-                                       std::remove_cv_t<T> expected, cuda::memory_order order) {
+future<std::remove_cv_t<T>> fetch_nbi(const pe_ref<T>& ref, std::remove_cv_t<T> operand, std::remove_cv_t<T> expected,
+                                      cuda::memory_order order, const char* what) {
   using value_type = std::remove_cv_t<T>;
   world_interface* world = ref.world();
   if (!heap_on_gpu(world->kind())) return future<value_type>(atomic_now<Op>(ref, operand, expected, order));
-  return pending_future<value_type>(
-      world->host_atomic_nbi(ref.address(), atomic_type_code_of<value_type>(), Op, atomic_bits(operand),
-                             atomic_bits(expected)));
+  pending_value pending = world->host_atomic_nbi(
+      ref.address(), atomic_type_code_of<value_type>(), Op, atomic_bits(operand), atomic_bits(expected), true, what);
+  return future<value_type>(future<>(pending.done), std::move(pending.result));
 }
 
-//! A non-fetching nbi atomic: the completion alone.
-template <class T>
-future<> completion_of(future<T>&& value) {
-  if (value.ready()) return future<>(); // done already (the host backend): nothing to wait for
-  struct value_completion final : completion {
-    explicit value_completion(future<T>&& v) : value(std::move(v)) {}
-    bool ready() override { return value.ready(); }
-    void wait() override { value.wait(); }
-    future<T> value;
-  };
-  return future<>(std::make_shared<value_completion>(std::move(value)));
-}
-
-template <class T>
-constexpr void require_value_rules() {
-  require_atomic_value<T>();
-}
-template <class T>
-constexpr void require_integer_rules() {
-  require_atomic_integer<T>();
-  require_writable<T>();
-}
-template <class T>
-constexpr void require_writable_value_rules() {
-  require_atomic_value<T>();
-  require_writable<T>();
+//! A non-fetching one (store and the updates): the completion alone, no word for a value nobody reads.
+template <atomic_op Op, class T>
+future<> update_nbi(const pe_ref<T>& ref, std::remove_cv_t<T> operand, cuda::memory_order order, const char* what) {
+  using value_type = std::remove_cv_t<T>;
+  world_interface* world = ref.world();
+  if (!heap_on_gpu(world->kind())) {
+    (void) atomic_now<Op>(ref, operand, value_type{}, order);
+    return future<>(); // done: nothing to wait for
+  }
+  return future<>(
+      world->host_atomic_nbi(ref.address(), atomic_type_code_of<value_type>(), Op, atomic_bits(operand), 0, false, what)
+          .done);
 }
 
 } // namespace detail
@@ -119,15 +100,17 @@ template <class T>
                 "(symm::get_nbi(std::span(&x, 1), symm::remote(a, pe).subspan(i, 1)))");
   detail::world_interface* world = ref.world();
   if (!heap_on_gpu(world->kind())) return future<value_type>(ref.get());
-  return detail::pending_future<value_type>(world->read_nbi(ref.address(), sizeof(value_type)));
+  detail::pending_value pending = world->read_nbi(ref.address(), sizeof(value_type));
+  return future<value_type>(future<>(pending.done), std::move(pending.result));
 }
 
 //! Atomic read (shmem_atomic_fetch_nbi).
 template <class T>
-[[nodiscard]] future<std::remove_cv_t<T>> load_nbi(const pe_ref<T>& ref,
-                                                   memory_order_arg order = cuda::memory_order_seq_cst) {
-  detail::require_value_rules<T>();
-  if constexpr (atomic_value<T>) return detail::atomic_nbi<detail::atomic_op::load>(ref, {}, {}, order);
+[[nodiscard]] future<std::remove_cv_t<T>>
+load_nbi(const pe_ref<T>& ref, memory_order_arg order = cuda::memory_order_seq_cst) {
+  detail::require_atomic_value<T>();
+  if constexpr (atomic_value<T>)
+    return detail::fetch_nbi<detail::atomic_op::load>(ref, {}, {}, order, "symm::load_nbi");
   else return {};
 }
 
@@ -135,9 +118,10 @@ template <class T>
 template <class T>
 [[nodiscard]] future<> store_nbi(const pe_ref<T>& ref, std::type_identity_t<std::remove_cv_t<T>> desired,
                                  memory_order_arg order = cuda::memory_order_seq_cst) {
-  detail::require_writable_value_rules<T>();
+  detail::require_atomic_value<T>();
+  detail::require_writable<T>();
   if constexpr (atomic_value<T> && !std::is_const_v<T>) {
-    return detail::completion_of(detail::atomic_nbi<detail::atomic_op::store>(ref, desired, {}, order));
+    return detail::update_nbi<detail::atomic_op::store>(ref, desired, order, "symm::store_nbi");
   } else {
     return {};
   }
@@ -145,12 +129,13 @@ template <class T>
 
 //! Atomic swap (shmem_atomic_swap_nbi): the old value.
 template <class T>
-[[nodiscard]] future<std::remove_cv_t<T>> exchange_nbi(const pe_ref<T>& ref,
-                                                       std::type_identity_t<std::remove_cv_t<T>> desired,
-                                                       memory_order_arg order = cuda::memory_order_seq_cst) {
-  detail::require_writable_value_rules<T>();
+[[nodiscard]] future<std::remove_cv_t<T>>
+exchange_nbi(const pe_ref<T>& ref, std::type_identity_t<std::remove_cv_t<T>> desired,
+             memory_order_arg order = cuda::memory_order_seq_cst) {
+  detail::require_atomic_value<T>();
+  detail::require_writable<T>();
   if constexpr (atomic_value<T> && !std::is_const_v<T>) {
-    return detail::atomic_nbi<detail::atomic_op::exchange>(ref, desired, {}, order);
+    return detail::fetch_nbi<detail::atomic_op::exchange>(ref, desired, {}, order, "symm::exchange_nbi");
   } else {
     return {};
   }
@@ -159,51 +144,76 @@ template <class T>
 //! Atomic compare-and-swap (shmem_atomic_compare_swap_nbi): the value seen, which equals `expected` (bitwise) exactly
 //! when `desired` was stored.
 template <class T>
-[[nodiscard]] future<std::remove_cv_t<T>>
-compare_exchange_nbi(const pe_ref<T>& ref, std::type_identity_t<std::remove_cv_t<T>> expected,
-                     std::type_identity_t<std::remove_cv_t<T>> desired,
-                     memory_order_arg order = cuda::memory_order_seq_cst) {
-  detail::require_writable_value_rules<T>();
+[[nodiscard]] future<std::remove_cv_t<T>> compare_exchange_nbi(
+    const pe_ref<T>& ref, std::type_identity_t<std::remove_cv_t<T>> expected,
+    std::type_identity_t<std::remove_cv_t<T>> desired, memory_order_arg order = cuda::memory_order_seq_cst) {
+  detail::require_atomic_value<T>();
+  detail::require_writable<T>();
   if constexpr (atomic_value<T> && !std::is_const_v<T>) {
-    return detail::atomic_nbi<detail::atomic_op::compare_exchange>(ref, desired, expected, order);
+    return detail::fetch_nbi<detail::atomic_op::compare_exchange>(
+        ref, desired, expected, order, "symm::compare_exchange_nbi");
   } else {
     return {};
   }
 }
 
-// The fetching read-modify-writes: the old value. fetch_add and fetch_sub take every atomic value type, the others
-// integers only (as their blocking twins).
-#define SYMM_FETCH_NBI(name, op, rules, concept_)                                                                      \
+// The read-modify-writes, fetching (future<T> of the old value) and not (future<>). add and sub take every atomic value
+// type, the bitwise ones and min/max integers only, as their blocking twins (the same static_asserts).
+#define SYMM_RMW_NBI(fetch_name, update_name, op, concept_, require)                                                   \
   template <class T>                                                                                                   \
-  [[nodiscard]] future<std::remove_cv_t<T>> name(const pe_ref<T>& ref,                                                 \
-                                                 std::type_identity_t<std::remove_cv_t<T>> operand,                    \
-                                                 memory_order_arg order = cuda::memory_order_seq_cst) {                \
-    detail::rules<T>();                                                                                                \
-    if constexpr (concept_<T> && !std::is_const_v<T>) return detail::atomic_nbi<detail::atomic_op::op>(ref, operand, \
-                                                                                                          {}, order);  \
-    else return {};                                                                                                    \
+  [[nodiscard]] future<std::remove_cv_t<T>> fetch_name(                                                                \
+      const pe_ref<T>& ref, std::type_identity_t<std::remove_cv_t<T>> operand,                                         \
+      memory_order_arg order = cuda::memory_order_seq_cst) {                                                           \
+    detail::require<T>();                                                                                              \
+    detail::require_writable<T>();                                                                                     \
+    if constexpr (concept_<T> && !std::is_const_v<T>) {                                                                \
+      return detail::fetch_nbi<detail::atomic_op::op>(ref, operand, {}, order, "symm::" #fetch_name);                  \
+    } else {                                                                                                           \
+      return {};                                                                                                       \
+    }                                                                                                                  \
+  }                                                                                                                    \
+  template <class T>                                                                                                   \
+  [[nodiscard]] future<> update_name(const pe_ref<T>& ref, std::type_identity_t<std::remove_cv_t<T>> operand,          \
+                                     memory_order_arg order = cuda::memory_order_seq_cst) {                            \
+    detail::require<T>();                                                                                              \
+    detail::require_writable<T>();                                                                                     \
+    if constexpr (concept_<T> && !std::is_const_v<T>) {                                                                \
+      return detail::update_nbi<detail::atomic_op::op>(ref, operand, order, "symm::" #update_name);                    \
+    } else {                                                                                                           \
+      return {};                                                                                                       \
+    }                                                                                                                  \
   }
-SYMM_FETCH_NBI(fetch_add_nbi, add, require_writable_value_rules, atomic_value)
-SYMM_FETCH_NBI(fetch_sub_nbi, sub, require_writable_value_rules, atomic_value)
-SYMM_FETCH_NBI(fetch_and_nbi, bit_and, require_integer_rules, atomic_integer)
-SYMM_FETCH_NBI(fetch_or_nbi, bit_or, require_integer_rules, atomic_integer)
-SYMM_FETCH_NBI(fetch_xor_nbi, bit_xor, require_integer_rules, atomic_integer)
-SYMM_FETCH_NBI(fetch_min_nbi, min, require_integer_rules, atomic_integer)
-SYMM_FETCH_NBI(fetch_max_nbi, max, require_integer_rules, atomic_integer)
-#undef SYMM_FETCH_NBI
+SYMM_RMW_NBI(fetch_add_nbi, add_nbi, add, atomic_value, require_atomic_value)
+SYMM_RMW_NBI(fetch_sub_nbi, sub_nbi, sub, atomic_value, require_atomic_value)
+SYMM_RMW_NBI(fetch_and_nbi, bit_and_nbi, bit_and, atomic_integer, require_atomic_integer)
+SYMM_RMW_NBI(fetch_or_nbi, bit_or_nbi, bit_or, atomic_integer, require_atomic_integer)
+SYMM_RMW_NBI(fetch_xor_nbi, bit_xor_nbi, bit_xor, atomic_integer, require_atomic_integer)
+#undef SYMM_RMW_NBI
 
-// The non-fetching ones: the completion alone (shmem_atomic_add is non-blocking in OpenSHMEM; these say so in the type).
-#define SYMM_UPDATE_NBI(name, fetching)                                                                                \
-  template <class T>                                                                                                   \
-  [[nodiscard]] future<> name(const pe_ref<T>& ref, std::type_identity_t<std::remove_cv_t<T>> operand,                 \
-                              memory_order_arg order = cuda::memory_order_seq_cst) {                                   \
-    return detail::completion_of(fetching(ref, operand, order));                                                       \
+// min and max have no non-fetching form, as the blocking members.
+template <class T>
+[[nodiscard]] future<std::remove_cv_t<T>>
+fetch_min_nbi(const pe_ref<T>& ref, std::type_identity_t<std::remove_cv_t<T>> operand,
+              memory_order_arg order = cuda::memory_order_seq_cst) {
+  detail::require_atomic_integer<T>();
+  detail::require_writable<T>();
+  if constexpr (atomic_integer<T> && !std::is_const_v<T>) {
+    return detail::fetch_nbi<detail::atomic_op::min>(ref, operand, {}, order, "symm::fetch_min_nbi");
+  } else {
+    return {};
   }
-SYMM_UPDATE_NBI(add_nbi, fetch_add_nbi)
-SYMM_UPDATE_NBI(sub_nbi, fetch_sub_nbi)
-SYMM_UPDATE_NBI(bit_and_nbi, fetch_and_nbi)
-SYMM_UPDATE_NBI(bit_or_nbi, fetch_or_nbi)
-SYMM_UPDATE_NBI(bit_xor_nbi, fetch_xor_nbi)
-#undef SYMM_UPDATE_NBI
+}
+template <class T>
+[[nodiscard]] future<std::remove_cv_t<T>>
+fetch_max_nbi(const pe_ref<T>& ref, std::type_identity_t<std::remove_cv_t<T>> operand,
+              memory_order_arg order = cuda::memory_order_seq_cst) {
+  detail::require_atomic_integer<T>();
+  detail::require_writable<T>();
+  if constexpr (atomic_integer<T> && !std::is_const_v<T>) {
+    return detail::fetch_nbi<detail::atomic_op::max>(ref, operand, {}, order, "symm::fetch_max_nbi");
+  } else {
+    return {};
+  }
+}
 
 SYMM_END_NAMESPACE

@@ -317,7 +317,7 @@ stream_collective_entry(cudaStream_t stream, const team& t, const Dst& dst, cons
 #  endif
   const collective_plan plan = plan_stream_collective(
       C, d.bytes(), s_.bytes(), d.offset == s_.offset, w.collective_block_limit(), s.links(), w.tuning());
-  const std::uint64_t plan_key = std::uint64_t{static_cast<std::uint8_t>(s.links().weakest)} << 32 |
+  const std::uint64_t plan_key = std::uint64_t{static_cast<std::uint8_t>(s.links().weakest)} << 56 |
                                  std::uint64_t{plan.blocks} << 1 | std::uint64_t{plan.two_shot};
   if (w.tuning().debug && s.my_index() == 0 && w.plan_is_new(static_cast<int>(C), s.pes().size, plan_key)) {
     std::fprintf(stderr, "symm: debug: %s\n", describe_plan(C, plan, d.bytes(), s.pes().size, s.links()).c_str());

@@ -117,10 +117,12 @@ public:
   //! Blocks until the operation is complete and its value is here; rethrows its symm::error. Keeps the value.
   void wait() {
     if (has_value_ || result_ == nullptr) return;
-    done_.wait();
-    std::memcpy(&value_, result_->bits, sizeof(T));
-    result_->complete = true; // its word can be reused at once (detail::result_word)
-    result_.reset();
+    // Empty before waiting, as future<>: after a failure the future is empty, and a second get() says so.
+    future<> done = std::move(done_);
+    const std::shared_ptr<detail::result_word> result = std::move(result_);
+    // A heap that ended synchronised its stream first: the value is final, and the stream is gone.
+    if (result->source_ended == nullptr || !result->source_ended->load(std::memory_order_acquire)) done.wait();
+    std::memcpy(&value_, result->bits, sizeof(T));
     has_value_ = true;
   }
   //! The value, once the operation is complete (waits for it); the future is empty afterwards. Throws

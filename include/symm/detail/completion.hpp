@@ -54,12 +54,12 @@ public:
 
 //! Where a value-returning non-blocking operation of a GPU backend (a host-side nbi atomic, a get_nbi of one element)
 //! leaves its result: 8 bytes of pinned host memory that its kernel or copy writes, readable once the operation is
-//! complete. Its future owns it through a shared_ptr whose deleter, the backend's, gives the word back for reuse at
-//! once when `complete` says the future saw the operation finish, and otherwise only once the operation's stream has
-//! been seen idle (a dropped future's operation may still be writing it: detail/backend/cuda/result_words.hpp).
+//! complete. Its future owns it through a shared_ptr whose deleter gives it back to its heap's pool
+//! (detail/backend/cuda/result_words.hpp); `source_ended` turns true when that heap has ended, its stream synchronised
+//! first, so that the future reads the final value without waiting on a stream that no longer exists.
 struct result_word {
-  const std::uint64_t* bits = nullptr;
-  bool complete = false;
+  std::uint64_t* bits = nullptr;
+  const std::atomic<bool>* source_ended = nullptr;
 };
 
 //! The completion of a stream-ordered operation, kept inside its symm::future so that issuing one allocates nothing:

@@ -44,8 +44,8 @@ constexpr bool heap_on_gpu(backend b) noexcept {
 
 namespace detail {
 
-//! A value-returning operation started from host code on a GPU heap and not waited for: `done` completes when the
-//! value's bits are in `result` (detail::result_word).
+//! An operation started from host code on a GPU heap and not waited for: `done` completes when it is done, and then
+//! the value's bits are in `result` (detail::result_word), if it returns one.
 struct pending_value {
   stream_state done;
   std::shared_ptr<result_word> result;
@@ -73,9 +73,10 @@ public:
   virtual std::uint64_t host_atomic(const void* address, atomic_type_code type, atomic_op op, std::uint64_t operand,
                                     std::uint64_t expected) = 0;
   //! host_atomic without waiting for it (the nbi atomics, symm/atomic_nbi.hpp): ordered on the world's stream after
-  //! its earlier host-issued work. Only for a heap in GPU memory.
+  //! its earlier host-issued work; the old value kept only when `wants_value`. `what` names the call, for errors.
+  //! Only for a heap in GPU memory.
   virtual pending_value host_atomic_nbi(const void* address, atomic_type_code type, atomic_op op, std::uint64_t operand,
-                                        std::uint64_t expected) = 0;
+                                        std::uint64_t expected, bool wants_value, const char* what) = 0;
   //! A read of `bytes` (at most 8) at `address` (a GPU heap, local or a peer's) into a pending value, ordered on the
   //! world's stream: get_nbi of one element.
   virtual pending_value read_nbi(const void* address, std::size_t bytes) = 0;

@@ -652,11 +652,11 @@ public:
   }
 
   pending_value host_atomic_nbi(const void* address, atomic_type_code type, atomic_op op, std::uint64_t operand,
-                                std::uint64_t expected) override {
+                                std::uint64_t expected, bool wants_value, const char* what) override {
 #if SYMM_CUDA_BACKEND()
-    if (cuda_) return start_host_atomic(*cuda_, my_pe(), address, type, op, operand, expected);
+    if (cuda_) return start_host_atomic(*cuda_, my_pe(), address, type, op, operand, expected, wants_value, what);
 #endif
-    (void) address, (void) type, (void) op, (void) operand, (void) expected;
+    (void) address, (void) type, (void) op, (void) operand, (void) expected, (void) wants_value, (void) what;
     require_alive("a non-blocking host-side atomic");
     SYMM_THROW(errc::unsupported,
                "PE {}: a non-blocking atomic through the GPU on the {} backend, whose heap is host memory", my_pe(),

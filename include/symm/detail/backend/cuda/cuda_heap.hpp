@@ -143,7 +143,8 @@ public:
     // kernel of this job runs (see module_loading.hpp).
     prepare_host_side_kernels(device_);
     SYMM_TRY_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    result_words::instance().stream_started(stream_);
+    result_words_ = result_word_pool::make(); // pinned now, before any kernel runs (result_words.hpp)
+    discarded_result_ = result_words_->take();
     const auto n = static_cast<std::size_t>(job.n_pes);
     if (source == heap_source::nvshmem) {
 #if SYMM_NVSHMEM_BACKEND()
@@ -187,10 +188,8 @@ public:
       report_wait_trap(*trap_record_, stderr);
       SYMM_ASSERT_CUDA(cudaFreeHost(trap_record_));
     }
-    if (stream_ != nullptr) {
-      result_words::instance().stream_ended(stream_); // synchronised above: no operation writes a result word now
-      SYMM_ASSERT_CUDA(cudaStreamDestroy(stream_));
-    }
+    if (result_words_) result_words_->heap_ended(); // the stream was synchronised above: every value is final
+    if (stream_ != nullptr) SYMM_ASSERT_CUDA(cudaStreamDestroy(stream_));
   }
 
   //! This PE leaves because of an error: release nothing that would wait for the other PEs (NVSHMEM's teardown).
@@ -265,6 +264,15 @@ public:
   //! no capture query.
   [[nodiscard]] stream_state own_stream_operation(const char* what) const noexcept {
     return stream_state{&stream_operation_behaviour::table, stream_, what, pe_, false};
+  }
+
+  //! A word for the value of one operation about to be enqueued on symm's own stream (detail::result_word).
+  [[nodiscard]] std::shared_ptr<result_word> take_result_word() {
+    return result_words_->take();
+  }
+  //! Where an operation whose value nobody reads (a non-fetching nbi atomic) may write it: one word, shared.
+  [[nodiscard]] std::uint64_t* discarded_result() const noexcept {
+    return discarded_result_->bits;
   }
 
   //! A non-blocking copy on symm's own stream.
@@ -452,6 +460,8 @@ private:
   std::size_t heap_bytes_ = 0;
   unsigned collective_block_limit_ = 1;
   detail::topology topology_;
+  std::shared_ptr<result_word_pool> result_words_;
+  std::shared_ptr<result_word> discarded_result_;
 #if SYMM_NVSHMEM_BACKEND()
   std::optional<nvshmem_heap> nvshmem_;
 #endif

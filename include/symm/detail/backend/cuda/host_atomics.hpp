@@ -16,9 +16,11 @@
 // save), and writes the old value into a pinned host word of the calling thread. Such an atomic needs an SM: it waits
 // while the GPU is full, and under compute-sanitizer it can wait for the process's running kernels to end.
 //
-// Every form goes on the world's stream, after the world's earlier host-issued work, and the call waits for it: like
-// every blocking host operation, the atomic is complete (and visible to every PE) when it returns. Cost: a copy, a
-// stream write or a launch, and a stream synchronisation: some microseconds.
+// Every form goes on the world's stream, after the world's earlier host-issued work, and the blocking call waits for
+// it: like every blocking host operation, the atomic is complete (and visible to every PE) when it returns. Cost: a
+// copy, a stream write or a launch, and a stream synchronisation: some microseconds. The nbi forms (start_host_atomic,
+// start_gpu_read; symm/atomic_nbi.hpp) enqueue the same and return at once, the value in a word of the heap's
+// result_word_pool.
 #pragma once
 
 #include <symm/detail/atomic_codes.hpp>
@@ -31,7 +33,6 @@
 #  include <symm/detail/backend/cuda/cuda_heap.hpp>
 #  include <symm/detail/backend/cuda/driver.hpp>
 #  include <symm/detail/backend/cuda/host_atomics_kernels.hpp>
-#  include <symm/detail/backend/cuda/result_words.hpp>
 #  include <symm/detail/backend/cuda/stream_write.hpp>
 #  include <symm/detail/backend/nvshmem/host_rma_atomics.hpp>
 #  include <symm/detail/world_interface.hpp>
@@ -106,23 +107,24 @@ inline std::uint64_t run_host_atomic(cuda_heap& heap, int my_pe, const void* add
   return op == atomic_op::store ? 0 : *result; // a 4-byte load's copy filled the low half of the zeroed word
 }
 
-//! The non-blocking form (the nbi atomics): the old value lands in a word of the returned pending value.
-inline pending_value start_host_atomic(cuda_heap& heap, int my_pe, const void* address, atomic_type_code type,
-                                       atomic_op op, std::uint64_t operand, std::uint64_t expected) {
-  std::shared_ptr<result_word> word = result_words::instance().take(heap.stream());
-  auto* bits = const_cast<unsigned long long*>(reinterpret_cast<const unsigned long long*>(word->bits));
-  *bits = 0; // a 4-byte load's copy fills the low half only
+//! The non-blocking form (the nbi atomics), on symm's own stream: the old value lands in a word of the returned pending
+//! value, or, when `wants_value` is false (store and the non-fetching atomics), in the heap's discarded word.
+inline pending_value
+start_host_atomic(cuda_heap& heap, int my_pe, const void* address, atomic_type_code type, atomic_op op,
+                  std::uint64_t operand, std::uint64_t expected, bool wants_value, const char* what) {
+  context_scope on(heap.device());
+  std::shared_ptr<result_word> word = wants_value ? heap.take_result_word() : nullptr;
+  auto* bits = reinterpret_cast<unsigned long long*>(wants_value ? word->bits : heap.discarded_result());
   enqueue_host_atomic(heap, my_pe, address, type, op, operand, expected, bits);
-  return {stream_operation(heap.stream(), "a non-blocking atomic", my_pe), std::move(word)};
+  return {heap.own_stream_operation(what), std::move(word)};
 }
 
-//! get_nbi of one element of `bytes` (at most 8) at `address`: a copy on the heap's stream into a result word.
+//! get_nbi of one element of `bytes` (at most 8) at `address`: a copy on symm's own stream into a result word.
 inline pending_value start_gpu_read(cuda_heap& heap, const void* address, std::size_t bytes) {
-  std::shared_ptr<result_word> word = result_words::instance().take(heap.stream());
-  auto* bits = const_cast<std::uint64_t*>(word->bits);
-  *bits = 0;
   context_scope on(heap.device());
-  return {heap.copy_on(heap.stream(), bits, address, bytes, "symm::get_nbi(pe_ref)"), std::move(word)};
+  std::shared_ptr<result_word> word = heap.take_result_word();
+  (void) heap.copy_on(heap.stream(), word->bits, address, bytes, "symm::get_nbi(pe_ref)");
+  return {heap.own_stream_operation("symm::get_nbi(pe_ref)"), std::move(word)};
 }
 
 } // namespace detail

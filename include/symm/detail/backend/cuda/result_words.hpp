@@ -2,103 +2,104 @@
 // host-side nbi atomic's kernel, or a get_nbi's copy, writes the value there, and future<T>::get() reads it once the
 // operation is complete, without a CUDA call of its own.
 //
-// Reuse: a word goes back to host_side_pool at once when its future saw the operation complete (get() or wait()). A
-// future dropped before that cannot give it back at once, since the kernel or copy may still write it: such a word
-// waits here, with its stream, until that stream has been seen idle (every operation on it finished) or has ended
-// (cuda_heap synchronises its stream before it ends it). Retired words are looked at when a word is taken, at most one
-// cudaStreamQuery per stream per take, so that a dropped future costs nothing when it is dropped.
+// One pool per heap, and every operation that writes one of its words is enqueued on that heap's stream: a word can
+// go back to the pool the moment its future lets go of it, even when that future was dropped before its operation
+// ran, because the next operation to take the word is enqueued after the old one and writes after it (stream order),
+// and nobody reads the old value. (A word shared between two streams could be written late by the first stream's
+// operation after the second stream's: hence a pool per heap, not per process.)
+//
+// The pool's first block is allocated when the heap is made, before any kernel of the job runs (allocating pinned
+// memory can wait for running kernels, which may wait for this very thread: host_atomics_kernels.hpp). It doubles only
+// when more value futures are alive at once than it holds (4096 at first). It lives as long as the heap or the last
+// future holding one of its words, whichever is later; `ended()` tells such a future that the heap, whose stream was
+// synchronised before it ended, is gone, so that it reads its final value without touching the dead stream.
 #pragma once
 
 #include <symm/detail/config.hpp>
 
 #if SYMM_CUDA_BACKEND()
-#  include <symm/detail/backend/cuda/host_atomics_kernels.hpp>
+#  include <symm/detail/backend/cuda/check.hpp>
 #  include <symm/detail/completion.hpp>
 
 #  include <cuda_runtime_api.h>
 
-#  include <algorithm>
+#  include <atomic>
+#  include <cstddef>
+#  include <cstdint>
 #  include <memory>
 #  include <mutex>
-#  include <utility>
 #  include <vector>
 
 SYMM_BEGIN_NAMESPACE
 namespace detail {
 
-class result_words {
+class result_word_pool : public std::enable_shared_from_this<result_word_pool> {
 public:
-  static result_words& instance() {
-    static result_words* words = new result_words; // leaked on purpose, as host_side_pool (a future may outlive main)
-    return *words;
+  static constexpr std::size_t first_block_words = 4096;
+
+  //! Allocates the first block (pinned, mapped, portable: a kernel on any device may write it).
+  static std::shared_ptr<result_word_pool> make() {
+    auto pool = std::shared_ptr<result_word_pool>(new result_word_pool);
+    pool->grow(first_block_words);
+    return pool;
   }
 
-  //! A word for one operation about to be enqueued on `stream` (a stream of a live cuda_heap).
-  std::shared_ptr<result_word> take(cudaStream_t stream) {
-    reclaim_idle();
-    host_side_words* words = host_side_pool::instance().take();
-    auto* bits = reinterpret_cast<const std::uint64_t*>(&words->result);
-    return std::shared_ptr<result_word>(new result_word{bits, false}, [stream, words](result_word* word) {
-      instance().release(words, stream, word->complete);
-      delete word;
-    });
+  result_word_pool(const result_word_pool&) = delete;
+  result_word_pool& operator=(const result_word_pool&) = delete;
+  ~result_word_pool() {
+    for (const block& b : blocks_)
+      (void) cudaFreeHost(b.words); // at exit the runtime may be gone already: nothing to report
   }
 
-  //! A cuda_heap's stream, from its creation to its end (after the heap synchronised it).
-  void stream_started(cudaStream_t stream) {
+  //! A zeroed word for one operation about to be enqueued on the heap's stream (the heap's device current), held by
+  //! the returned pointer: one allocation, the shared_ptr's control block.
+  std::shared_ptr<result_word> take() {
     std::lock_guard lock(mutex_);
-    live_.push_back(stream);
+    if (free_.empty()) grow(capacity_); // more value futures alive than words: double (see the header comment)
+    result_word* word = free_.back();
+    free_.pop_back();
+    *word->bits = 0; // a 4-byte load's copy fills only the low half
+    word->source_ended = &ended_;
+    return std::shared_ptr<result_word>(word, [pool = shared_from_this()](result_word* w) { pool->give_back(w); });
   }
-  void stream_ended(cudaStream_t stream) noexcept {
-    std::lock_guard lock(mutex_);
-    std::erase(live_, stream);
-    give_back_if(retired_, [&](const retired& r) { return r.stream == stream; });
-  }
+
+  //! The heap is ending, its stream synchronised: every word holds its final value.
+  void heap_ended() noexcept { ended_.store(true, std::memory_order_release); }
 
 private:
-  struct retired {
-    host_side_words* words;
-    cudaStream_t stream;
+  struct block {
+    std::uint64_t* words;
+    std::unique_ptr<result_word[]> slots;
   };
 
-  void release(host_side_words* words, cudaStream_t stream, bool complete) noexcept {
+  result_word_pool() = default;
+
+  void give_back(result_word* word) noexcept {
     std::lock_guard lock(mutex_);
-    // A stream no longer live was synchronised before it ended: nothing writes the word any more.
-    if (complete || std::ranges::find(live_, stream) == live_.end()) {
-      host_side_pool::instance().give_back(words);
-      return;
-    }
-    try {
-      retired_.push_back({words, stream});
-    } catch (...) { // out of memory: the word is lost, nothing else
-    }
+    free_.push_back(word); // cannot throw: reserved for every word in grow()
   }
 
-  //! Gives back the retired words of every stream now idle.
-  void reclaim_idle() {
-    std::lock_guard lock(mutex_);
-    if (retired_.empty()) return;
-    std::vector<cudaStream_t> idle;
-    for (const retired& r : retired_) {
-      if (std::ranges::find(idle, r.stream) != idle.end()) continue;
-      const cudaError_t status = cudaStreamQuery(r.stream);
-      if (status == cudaSuccess) idle.push_back(r.stream);
-      else if (status != cudaErrorNotReady) (void) cudaGetLastError(); // an error belongs to the stream's own calls
+  void grow(std::size_t count) {
+    // Everything that can throw first, so that a failure leaves the pool as it was.
+    free_.reserve(capacity_ + count);
+    blocks_.reserve(blocks_.size() + 1);
+    auto slots = std::make_unique<result_word[]>(count);
+    void* memory = nullptr;
+    SYMM_TRY_CUDA(cudaHostAlloc(&memory, count * sizeof(std::uint64_t), cudaHostAllocPortable | cudaHostAllocMapped));
+    block b{static_cast<std::uint64_t*>(memory), std::move(slots)};
+    for (std::size_t i = 0; i < count; ++i) {
+      b.slots[i].bits = b.words + i;
+      free_.push_back(&b.slots[i]);
     }
-    give_back_if(retired_, [&](const retired& r) { return std::ranges::find(idle, r.stream) != idle.end(); });
-  }
-
-  template <class Pred>
-  static void give_back_if(std::vector<retired>& list, Pred pred) noexcept {
-    const auto tail = std::ranges::partition(list, [&](const retired& r) { return !pred(r); });
-    for (const retired& r : tail)
-      host_side_pool::instance().give_back(r.words);
-    list.erase(tail.begin(), tail.end());
+    blocks_.push_back(std::move(b));
+    capacity_ += count;
   }
 
   std::mutex mutex_;
-  std::vector<cudaStream_t> live_;
-  std::vector<retired> retired_;
+  std::vector<block> blocks_;
+  std::vector<result_word*> free_;
+  std::size_t capacity_ = 0;
+  std::atomic<bool> ended_{false};
 };
 
 } // namespace detail
