@@ -12,6 +12,9 @@
 #include <symm/future.hpp>
 #include <symm/group.hpp>
 #include <symm/launch.hpp>
+#include <symm/md_rma.hpp>
+#include <symm/mdarray.hpp>
+#include <symm/mdarray_ref.hpp>
 #include <symm/ordering.hpp>
 #include <symm/pe_ref.hpp>
 #include <symm/pe_span.hpp>

@@ -450,3 +450,81 @@ TEST_CASE("array_options on the GPU heap: zeroed arrays read 0 where an array wa
     world.barrier();
   }));
 }
+
+namespace {
+namespace md = cuda::std;
+using int_grid = symm::mdarray_ref<int, md::dextents<int, 2>>;
+
+int grid_tag(int pe, int i, int j) {
+  return pe * 1000000 + i * 1000 + j;
+}
+
+// My column 7 into the right neighbour's column 0 (strided on both sides), with one block; then one thread gets a
+// 3 x 4 tile of the left neighbour's copy into a column-major buffer.
+__global__ void md_halo_kernel(int_grid grid, int right) {
+  symm::put(cg::this_thread_block(), md::submdspan(symm::remote(grid, right), md::full_extent, 0),
+            md::submdspan(grid.local(), md::full_extent, 7));
+}
+__global__ void md_tile_kernel(int_grid grid, int left, int* tile) {
+  md::mdspan<int, md::dextents<int, 2>, md::layout_left> out(tile, 3, 4);
+  auto from = md::submdspan(symm::remote(grid, left), md::pair{1, 4}, md::pair{2, 6});
+  if (threadIdx.x < 32) symm::get(cg::tiled_partition<32>(cg::this_thread_block()), out, from);
+}
+} // namespace
+
+TEST_CASE("mdarray on the GPU heap: strided device put and get of a column and a tile, host put and get of a row "
+          "and a column",
+          "[gpu][rma][mdarray]") {
+  for (int n : {2, 4}) {
+    CAPTURE(n);
+    REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(n, [](symm::world& world) {
+      const int me = world.my_pe(), pes = world.n_pes(), right = (me + 1) % pes, left = (me + pes - 1) % pes;
+      constexpr int rows = 300, cols = 33;
+      symm::mdarray<int, md::dextents<int, 2>> grid(world, rows, cols);
+      std::vector<int> mine(rows * cols);
+      for (int i = 0; i < rows; ++i)
+        for (int j = 0; j < cols; ++j)
+          mine[static_cast<std::size_t>(i * cols + j)] = grid_tag(me, i, j);
+      GPU_CHECK(cudaMemcpy(grid.local().data_handle(), mine.data(), mine.size() * sizeof(int), cudaMemcpyHostToDevice));
+      world.barrier();
+
+      md_halo_kernel<<<1, 128>>>(grid, right);
+      GPU_CHECK(cudaGetLastError());
+      GPU_CHECK(cudaDeviceSynchronize());
+      world.barrier();
+      std::vector<int> got = symm_gpu_test::host_copy_of(grid.local().data_handle(), mine.size());
+      for (int i = 0; i < rows; ++i) {
+        PE_REQUIRE_EQ(got[static_cast<std::size_t>(i * cols)], grid_tag(left, i, 7));
+        PE_REQUIRE_EQ(got[static_cast<std::size_t>(i * cols + 1)], grid_tag(me, i, 1));
+      }
+
+      int* tile = nullptr;
+      GPU_CHECK(cudaMalloc(&tile, 12 * sizeof(int)));
+      md_tile_kernel<<<1, 64>>>(grid, left, tile);
+      GPU_CHECK(cudaGetLastError());
+      GPU_CHECK(cudaDeviceSynchronize());
+      const std::vector<int> tile_read = symm_gpu_test::host_copy_of(tile, 12);
+      GPU_CHECK(cudaFree(tile));
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 4; ++j)
+          PE_REQUIRE_EQ(tile_read[static_cast<std::size_t>(i + 3 * j)], grid_tag(left, 1 + i, 2 + j));
+      world.barrier();
+
+      // Host forms: a row from host memory into the right neighbour's row 5 (one cudaMemcpy2D), and the left
+      // neighbour's last column into a host vector (rows of one element, pitch of a row).
+      std::vector<int> row(cols);
+      for (int j = 0; j < cols; ++j)
+        row[static_cast<std::size_t>(j)] = -(me * 100 + j);
+      symm::put(md::submdspan(symm::remote(grid, right), 5, md::full_extent),
+                md::mdspan<const int, md::dextents<int, 1>>(row.data(), cols));
+      world.barrier();
+      std::vector<int> column(rows);
+      symm::get(md::mdspan<int, md::dextents<int, 1>>(column.data(), rows),
+                md::submdspan(symm::remote(grid, left), md::full_extent, cols - 1));
+      for (int i = 0; i < rows; ++i)
+        PE_REQUIRE_EQ(column[static_cast<std::size_t>(i)],
+                      i == 5 ? -(((left + pes - 1) % pes) * 100 + cols - 1) : grid_tag(left, i, cols - 1));
+      world.barrier();
+    }));
+  }
+}

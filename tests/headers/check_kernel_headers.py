@@ -15,7 +15,8 @@ import sys
 import tempfile
 
 # What a translation unit of kernels includes: the views, the remote proxies and device put/get.
-KERNEL_HEADERS = ['symm/array_ref.hpp', 'symm/pe_ref.hpp', 'symm/pe_span.hpp', 'symm/remote.hpp', 'symm/rma.hpp']
+KERNEL_HEADERS = ['symm/array_ref.hpp', 'symm/pe_ref.hpp', 'symm/pe_span.hpp', 'symm/remote.hpp', 'symm/rma.hpp',
+                  'symm/mdarray_ref.hpp', 'symm/md_rma.hpp']
 # The host runtime: none of these may be reached from KERNEL_HEADERS.
 RUNTIME_HEADERS = ['symm/detail/world_state.hpp', 'symm/detail/bootstrap/bootstrap.hpp',
                    'symm/detail/net_coordination.hpp', 'symm/detail/control_segment.hpp',

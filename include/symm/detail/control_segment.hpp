@@ -41,7 +41,13 @@ enum class collective_kind : std::uint64_t {
   barrier = 7,         //!< a host barrier user code asked for (barrier_all, sync_all, a team's, barrier_scope)
   finalize = 8,        //!< the world's finalize
   team_alltoallv = 9,  //!< symm::alltoallv; args: the element (see describe_alltoallv_element), row length, 0
+  mdarray_shape = 10,  //!< a symm::mdarray's shape, two extents a step; args: see mdarray_shape_code, the extents
 };
+
+//! args[0] of an mdarray_shape step: the array's rank, its layout (0 right, 1 left) and the first extent of the step.
+[[nodiscard]] constexpr std::int64_t mdarray_shape_code(std::size_t rank, bool layout_left, std::size_t first) noexcept {
+  return static_cast<std::int64_t>(rank | (layout_left ? 1u : 0u) << 8 | first << 16);
+}
 
 //! Teams a PE can belong to at once besides the world: each live team takes one host barrier channel of the control
 //! page, channel 0 being the world's. SYMM_MAX_TEAMS (config.hpp: 128 unless defined for the build); every PE of a job

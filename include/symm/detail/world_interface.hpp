@@ -60,6 +60,10 @@ public:
 
   //! Blocking copy between any two addresses this PE can reach (local or peer heap, or private memory).
   virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
+  //! Blocking copy of `rows` rows of `width` bytes, row r from src + r * src_pitch to dst + r * dst_pitch (pitches of
+  //! at least `width`): a strided put or get (symm/md_rma.hpp) in one call, as cudaMemcpy2D.
+  virtual void copy_2d(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t width,
+                       std::size_t rows) = 0;
   //! Non-blocking copy; the completion turns ready when the bytes are in place.
   virtual std::shared_ptr<completion> copy_async(void* dst, const void* src, std::size_t bytes) = 0;
   //! A copy ordered on `stream` (a cudaStream_t) on the CUDA backend; `what` names the symm call, for errors.

@@ -145,6 +145,14 @@ inline std::string describe(const collective_request& r) {
     case collective_kind::team_alltoallv:
       return fmt::format("collective operation #{}: alltoallv of {}-byte elements in rows of {}", r.sequence,
                          r.args[0] & 0xffff, r.args[1]);
+    case collective_kind::mdarray_shape: {
+      const auto code = static_cast<std::uint64_t>(r.args[0]);
+      const std::uint64_t rank = code & 0xff, first = code >> 16;
+      std::string extents = fmt::format("extent {} = {}", first, r.args[1]);
+      if (first + 1 < rank) extents += fmt::format(", extent {} = {}", first + 1, r.args[2]);
+      return fmt::format("collective operation #{}: a symm::mdarray of rank {} ({}) with {}", r.sequence, rank,
+                         (code >> 8 & 1) != 0 ? "layout_left" : "layout_right", extents);
+    }
     case collective_kind::none: break;
   }
   return fmt::format("collective operation #{}: nothing", r.sequence);
@@ -598,6 +606,17 @@ public:
     if (cuda_) return cuda_->copy(dst, src, bytes);
 #endif
     std::memmove(dst, src, bytes);
+  }
+
+  void copy_2d(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t width,
+               std::size_t rows) override {
+    if (width == 0 || rows == 0) return;
+#if SYMM_CUDA_BACKEND()
+    if (cuda_) return cuda_->copy_2d(dst, dst_pitch, src, src_pitch, width, rows);
+#endif
+    for (std::size_t r = 0; r < rows; ++r)
+      std::memmove(static_cast<std::byte*>(dst) + r * dst_pitch, static_cast<const std::byte*>(src) + r * src_pitch,
+                   width);
   }
 
   //! Non-blocking copy; the completion turns ready when the bytes are in place.

@@ -254,6 +254,20 @@ public:
     SYMM_TRY_CUDA(cudaStreamSynchronize(stream_));
   }
 
+  //! Blocking copy of `rows` rows of `width` bytes with pitches (world_interface::copy_2d): one cudaMemcpy2DAsync, or
+  //! a copy a row through NVSHMEM when a side is a peer reached only by NVSHMEM RMA (a tagged address).
+  void copy_2d(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t width,
+               std::size_t rows) {
+    if (is_rma_address(dst) || is_rma_address(src)) {
+      for (std::size_t r = 0; r < rows; ++r)
+        enqueue_copy(stream_, static_cast<std::byte*>(dst) + r * dst_pitch,
+                     static_cast<const std::byte*>(src) + r * src_pitch, width);
+    } else {
+      SYMM_TRY_CUDA(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, rows, cudaMemcpyDefault, stream_));
+    }
+    SYMM_TRY_CUDA(cudaStreamSynchronize(stream_));
+  }
+
   //! Sets `bytes` bytes of this PE's own heap at `local` to 0 on the device: complete on return.
   void zero(void* local, std::size_t bytes) {
     SYMM_TRY_CUDA(cudaMemsetAsync(local, 0, bytes, stream_));

@@ -1,0 +1,205 @@
+// symm/md_rma.hpp: put and get between multi-dimensional views: another PE's copy or slice of a symm::mdarray (a
+// pe_mdspan, symm/mdarray_ref.hpp) and a local cuda::std::mdspan of the same extents, in any strided layouts: a row, a
+// column, a tile or a face in one call (NVSHMEM's iput/iget, and more dimensions). Host code: blocking, a 2-D copy per
+// pair of inner dimensions (cudaMemcpy2D on the CUDA backend). Device code: group-scoped, every element once, spread
+// over the group in row-major order so that a warp touches consecutive elements of a row.
+#pragma once
+
+#include <symm/concepts.hpp>
+#include <symm/detail/config.hpp>
+#include <symm/detail/device_check.hpp>
+#include <symm/detail/world_interface.hpp>
+#include <symm/error.hpp>
+#include <symm/group.hpp>
+#include <symm/mdarray_ref.hpp>
+
+#include <cuda/std/mdspan>
+
+#include <cstddef>
+#include <type_traits>
+
+SYMM_BEGIN_NAMESPACE
+
+namespace detail {
+//! Whether two extents types can never hold the same shape: different ranks, or a static extent that differs.
+template <class E1, class E2>
+consteval bool md_extents_conflict() {
+  if constexpr (E1::rank() != E2::rank()) {
+    return true;
+  } else {
+    for (std::size_t r = 0; r < E1::rank(); ++r) {
+      if (E1::static_extent(r) != cuda::std::dynamic_extent && E2::static_extent(r) != cuda::std::dynamic_extent &&
+          E1::static_extent(r) != E2::static_extent(r))
+        return true;
+    }
+    return false;
+  }
+}
+
+//! A local mdspan: its accessor reaches plain memory (the default accessor, or one like it), not another PE.
+template <class A, class T>
+inline constexpr bool plain_accessor =
+    std::is_same_v<typename A::data_handle_type, T*> && std::is_same_v<typename A::reference, T&>;
+
+template <class E1, class E2>
+SYMM_HOST_DEVICE constexpr bool same_shape(const E1& a, const E2& b) noexcept {
+  for (std::size_t r = 0; r < E1::rank(); ++r)
+    if (static_cast<std::size_t>(a.extent(r)) != static_cast<std::size_t>(b.extent(r))) return false;
+  return true;
+}
+
+//! errc::extent_mismatch naming both shapes, when they differ.
+template <class RemoteExtents, class LocalExtents>
+void check_same_shape(const RemoteExtents& remote, const LocalExtents& local, int pe, const char* what) {
+  if (!same_shape(remote, local)) {
+    SYMM_THROW(errc::extent_mismatch, "{}: the remote side on PE {} has extents {} but the local side has {}", what, pe,
+               md_shape_string(remote), md_shape_string(local));
+  }
+}
+
+//! Host: copies every element of a `dst_map`-shaped view from src to dst (element offsets through each mapping), one
+//! world_interface::copy_2d per index of the dimensions outside the innermost two (or one, when an inner stride is not
+//! 1 on both sides, so that the rows are single elements).
+template <class T, class DstMapping, class SrcMapping>
+void host_copy_md(world_interface& world, T* dst, const DstMapping& dm, const T* src, const SrcMapping& sm) {
+  using extents_type = typename DstMapping::extents_type;
+  constexpr std::size_t rank = extents_type::rank();
+  const auto& ext = dm.extents();
+  if constexpr (rank == 0) {
+    world.copy(dst, src, sizeof(T));
+  } else {
+    for (std::size_t r = 0; r < rank; ++r)
+      if (ext.extent(r) == 0) return;
+    const std::size_t last = rank - 1;
+    const bool contiguous_rows = dm.stride(last) == 1 && sm.stride(last) == 1;
+    // The 2-D copy: rows along `row_dim` (none for a contiguous rank-1 view), each `width` bytes.
+    const std::size_t width = contiguous_rows ? static_cast<std::size_t>(ext.extent(last)) * sizeof(T) : sizeof(T);
+    const std::size_t row_dim = contiguous_rows ? (rank >= 2 ? rank - 2 : rank) : last;
+    const std::size_t rows = row_dim < rank ? static_cast<std::size_t>(ext.extent(row_dim)) : 1;
+    const std::size_t dst_pitch = row_dim < rank ? static_cast<std::size_t>(dm.stride(row_dim)) * sizeof(T) : width;
+    const std::size_t src_pitch = row_dim < rank ? static_cast<std::size_t>(sm.stride(row_dim)) * sizeof(T) : width;
+    const std::size_t outer = row_dim < rank ? row_dim : 0; // the dimensions [0, outer) are looped over
+    std::size_t index[rank > 0 ? rank : 1] = {};
+    for (;;) {
+      std::size_t dst_at = 0, src_at = 0;
+      for (std::size_t r = 0; r < outer; ++r) {
+        dst_at += index[r] * static_cast<std::size_t>(dm.stride(r));
+        src_at += index[r] * static_cast<std::size_t>(sm.stride(r));
+      }
+      world.copy_2d(dst + dst_at, dst_pitch, src + src_at, src_pitch, width, rows);
+      std::size_t r = outer; // the odometer over [0, outer)
+      while (r > 0 && ++index[r - 1] == static_cast<std::size_t>(ext.extent(r - 1)))
+        index[--r] = 0;
+      if (r == 0) return;
+    }
+  }
+}
+
+#if SYMM_CUDA_COMPILATION()
+//! Device: `group` moves every element of a `shape`-shaped view, element k of the row-major order going to the thread
+//! of rank k modulo the group's size: `move(dst_offset, src_offset)` with each side's offset through its mapping.
+template <class Group, class Extents, class DstMapping, class SrcMapping, class Move>
+SYMM_DEVICE SYMM_FORCEINLINE void group_for_each_md(const Group& group, const Extents& shape, const DstMapping& dm,
+                                                    const SrcMapping& sm, Move&& move) {
+  using index_type = typename Extents::index_type;
+  constexpr std::size_t rank = Extents::rank();
+  std::size_t n = 1;
+  for (std::size_t r = 0; r < rank; ++r)
+    n *= static_cast<std::size_t>(shape.extent(r));
+  const auto count = static_cast<std::size_t>(group.num_threads());
+  for (std::size_t k = static_cast<std::size_t>(group.thread_rank()); k < n; k += count) {
+    std::size_t dst_at = 0, src_at = 0;
+    if constexpr (rank > 0) {
+      auto rest = static_cast<index_type>(k);
+      for (std::size_t r = rank; r-- > 0;) {
+        const index_type e = shape.extent(r), i = rest % e;
+        rest /= e;
+        dst_at += static_cast<std::size_t>(i) * static_cast<std::size_t>(dm.stride(r));
+        src_at += static_cast<std::size_t>(i) * static_cast<std::size_t>(sm.stride(r));
+      }
+    }
+    move(dst_at, src_at);
+  }
+}
+#endif
+} // namespace detail
+
+//! Put (host): copies the local view `source` into PE dst.pe()'s elements that `dst` views (a pe_mdspan: remote(grid,
+//! pe) or a cuda::std::submdspan of it). Complete when it returns. Extents must match: a compile error when static
+//! ones differ, errc::extent_mismatch naming both shapes when dynamic ones do.
+//! \code
+//!   auto west = cuda::std::submdspan(symm::remote(grid, left), cuda::std::full_extent, nx - 1); // their last column
+//!   symm::put(west, cuda::std::submdspan(grid.local(), cuda::std::full_extent, 1));            // my first interior
+//! \endcode
+template <class T, class E, class L, class U, class E2, class L2, class A2>
+  requires detail::plain_accessor<A2, U>
+void put(const pe_mdspan<T, E, L>& dst, const cuda::std::mdspan<U, E2, L2, A2>& source) {
+  static_assert(!std::is_const_v<T>, "symm::put: cannot put into a pe_mdspan<const T>: the remote data is const");
+  static_assert(std::is_same_v<std::remove_cv_t<U>, T>, "symm::put: the element types differ");
+  static_assert(!detail::md_extents_conflict<E, E2>(), "symm::put between multi-dimensional views whose static extents "
+                                                       "(or ranks) differ");
+  const remote_handle<T>& h = dst.data_handle();
+  detail::check_same_shape(dst.extents(), source.extents(), h.pe, "symm::put of a multi-dimensional view");
+  detail::host_copy_md(*h.world, h.address, dst.mapping(), source.data_handle(), source.mapping());
+}
+
+//! Get (host): copies PE src.pe()'s elements that `src` views into the local view `destination`. Complete when it
+//! returns. Extents as for put.
+template <class U, class E2, class L2, class A2, class T, class E, class L>
+  requires detail::plain_accessor<A2, U>
+void get(const cuda::std::mdspan<U, E2, L2, A2>& destination, const pe_mdspan<T, E, L>& src) {
+  static_assert(!std::is_const_v<U>, "symm::get: the destination must be writable");
+  static_assert(std::is_same_v<U, std::remove_cv_t<T>>, "symm::get: the element types differ");
+  static_assert(!detail::md_extents_conflict<E, E2>(), "symm::get between multi-dimensional views whose static extents "
+                                                       "(or ranks) differ");
+  const remote_handle<T>& h = src.data_handle();
+  detail::check_same_shape(src.extents(), destination.extents(), h.pe, "symm::get of a multi-dimensional view");
+  detail::host_copy_md(*h.world, destination.data_handle(), destination.mapping(), h.address, src.mapping());
+}
+
+#if SYMM_CUDA_COMPILATION()
+//! Put (device): `group` copies the local view `source` into the elements `dst` views on PE dst's PE, each element once
+//! (a pe_ref store: through the peer mapping, or NVSHMEM's p for a peer reached by RMA). Synchronisation as the span
+//! form's: none for a plain group, both sides for symm::synced(group). Extents: a compile error when static ones
+//! differ; a trap (SYMM_CHECK >= 1) when dynamic ones do.
+template <cooperating_group Group, class T, class E, class L, class U, class E2, class L2, class A2>
+  requires detail::plain_accessor<A2, U>
+SYMM_DEVICE void put(const Group& group, const pe_mdspan<T, E, L>& dst, const cuda::std::mdspan<U, E2, L2, A2>& source) {
+  static_assert(!std::is_const_v<T>, "symm::put: cannot put into a pe_mdspan<const T>: the remote data is const");
+  static_assert(std::is_same_v<std::remove_cv_t<U>, T>, "symm::put: the element types differ");
+  static_assert(!detail::md_extents_conflict<E, E2>(), "symm::put between multi-dimensional views whose static extents "
+                                                       "(or ranks) differ");
+  for (std::size_t r = 0; r < E::rank(); ++r)
+    SYMM_DEVICE_ASSERT_EXTENT(static_cast<std::size_t>(source.extent(r)), static_cast<std::size_t>(dst.extent(r)),
+                              "symm::put of a multi-dimensional view: the local side's extent");
+  detail::with_group_syncs(group, [&](const auto& g) {
+    const remote_accessor<T> to;
+    const U* from = source.data_handle();
+    detail::group_for_each_md(g, dst.extents(), dst.mapping(), source.mapping(),
+                              [&](std::size_t d, std::size_t s) { to.access(dst.data_handle(), d) = from[s]; });
+  });
+}
+
+//! Get (device): `group` copies the elements `src` views on its PE into the local view `destination`; each thread's
+//! share has landed on return, the whole destination once the group synchronises. Extents as for put.
+template <cooperating_group Group, class U, class E2, class L2, class A2, class T, class E, class L>
+  requires detail::plain_accessor<A2, U>
+SYMM_DEVICE void get(const Group& group, const cuda::std::mdspan<U, E2, L2, A2>& destination,
+                     const pe_mdspan<T, E, L>& src) {
+  static_assert(!std::is_const_v<U>, "symm::get: the destination must be writable");
+  static_assert(std::is_same_v<U, std::remove_cv_t<T>>, "symm::get: the element types differ");
+  static_assert(!detail::md_extents_conflict<E, E2>(), "symm::get between multi-dimensional views whose static extents "
+                                                       "(or ranks) differ");
+  for (std::size_t r = 0; r < E::rank(); ++r)
+    SYMM_DEVICE_ASSERT_EXTENT(static_cast<std::size_t>(destination.extent(r)), static_cast<std::size_t>(src.extent(r)),
+                              "symm::get of a multi-dimensional view: the local side's extent");
+  detail::with_group_syncs(group, [&](const auto& g) {
+    const remote_accessor<T> from;
+    U* to = destination.data_handle();
+    detail::group_for_each_md(g, src.extents(), destination.mapping(), src.mapping(),
+                              [&](std::size_t d, std::size_t s) { to[d] = from.access(src.data_handle(), s).get(); });
+  });
+}
+#endif
+
+SYMM_END_NAMESPACE
