@@ -1,6 +1,9 @@
 // The problem both versions of the 2-D stencil solve: the PE grid, the local layout, and the serial reference.
 #pragma once
 
+#include <cuda/std/mdspan>
+#include <cuda/std/utility>
+
 #include <cstddef>
 #include <vector>
 
@@ -29,11 +32,12 @@ struct placement {
   }
 };
 
-//! Index of local point (i, j) in the (rows + 2) x (cols + 2) block with its halo frame, row-major.
-constexpr std::size_t at(std::size_t i, std::size_t j) {
-  return i * (cols + 2) + j;
-}
+//! Each PE's block: (rows + 2) x (cols + 2) points, its interior and a one-point halo frame, row-major.
+using block_extents = cuda::std::extents<int, static_cast<int>(rows) + 2, static_cast<int>(cols) + 2>;
 inline constexpr std::size_t block_size = (rows + 2) * (cols + 2);
+//! The interior's rows and columns, as cuda::std::submdspan slices them.
+inline constexpr cuda::std::pair<int, int> inner_rows{1, static_cast<int>(rows) + 1},
+    inner_cols{1, static_cast<int>(cols) + 1};
 
 //! Initial value of global interior point (gi, gj).
 constexpr double initial(std::size_t gi, std::size_t gj) {

@@ -39,7 +39,7 @@ consteval bool md_extents_conflict() {
 //! A local mdspan: its accessor reaches plain memory (the default accessor, or one like it), not another PE.
 template <class A, class T>
 inline constexpr bool plain_accessor =
-    std::is_same_v<typename A::data_handle_type, T*> && std::is_same_v<typename A::reference, T&>;
+    std::is_same_v<typename A::data_handle_type, T*>&& std::is_same_v<typename A::reference, T&>;
 
 template <class E1, class E2>
 SYMM_HOST_DEVICE constexpr bool same_shape(const E1& a, const E2& b) noexcept {
@@ -99,8 +99,8 @@ void host_copy_md(world_interface& world, T* dst, const DstMapping& dm, const T*
 //! Device: `group` moves every element of a `shape`-shaped view, element k of the row-major order going to the thread
 //! of rank k modulo the group's size: `move(dst_offset, src_offset)` with each side's offset through its mapping.
 template <class Group, class Extents, class DstMapping, class SrcMapping, class Move>
-SYMM_DEVICE SYMM_FORCEINLINE void group_for_each_md(const Group& group, const Extents& shape, const DstMapping& dm,
-                                                    const SrcMapping& sm, Move&& move) {
+SYMM_DEVICE SYMM_FORCEINLINE void
+group_for_each_md(const Group& group, const Extents& shape, const DstMapping& dm, const SrcMapping& sm, Move&& move) {
   using index_type = typename Extents::index_type;
   constexpr std::size_t rank = Extents::rank();
   std::size_t n = 1;
@@ -136,8 +136,9 @@ template <class T, class E, class L, class U, class E2, class L2, class A2>
 void put(const pe_mdspan<T, E, L>& dst, const cuda::std::mdspan<U, E2, L2, A2>& source) {
   static_assert(!std::is_const_v<T>, "symm::put: cannot put into a pe_mdspan<const T>: the remote data is const");
   static_assert(std::is_same_v<std::remove_cv_t<U>, T>, "symm::put: the element types differ");
-  static_assert(!detail::md_extents_conflict<E, E2>(), "symm::put between multi-dimensional views whose static extents "
-                                                       "(or ranks) differ");
+  static_assert(!detail::md_extents_conflict<E, E2>(),
+                "symm::put between multi-dimensional views whose static extents "
+                "(or ranks) differ");
   const remote_handle<T>& h = dst.data_handle();
   detail::check_same_shape(dst.extents(), source.extents(), h.pe, "symm::put of a multi-dimensional view");
   detail::host_copy_md(*h.world, h.address, dst.mapping(), source.data_handle(), source.mapping());
@@ -150,8 +151,9 @@ template <class U, class E2, class L2, class A2, class T, class E, class L>
 void get(const cuda::std::mdspan<U, E2, L2, A2>& destination, const pe_mdspan<T, E, L>& src) {
   static_assert(!std::is_const_v<U>, "symm::get: the destination must be writable");
   static_assert(std::is_same_v<U, std::remove_cv_t<T>>, "symm::get: the element types differ");
-  static_assert(!detail::md_extents_conflict<E, E2>(), "symm::get between multi-dimensional views whose static extents "
-                                                       "(or ranks) differ");
+  static_assert(!detail::md_extents_conflict<E, E2>(),
+                "symm::get between multi-dimensional views whose static extents "
+                "(or ranks) differ");
   const remote_handle<T>& h = src.data_handle();
   detail::check_same_shape(src.extents(), destination.extents(), h.pe, "symm::get of a multi-dimensional view");
   detail::host_copy_md(*h.world, destination.data_handle(), destination.mapping(), h.address, src.mapping());
@@ -163,33 +165,35 @@ void get(const cuda::std::mdspan<U, E2, L2, A2>& destination, const pe_mdspan<T,
 //! form's: none for a plain group, both sides for symm::synced(group). Extents: a compile error when static ones
 //! differ; a trap (SYMM_CHECK >= 1) when dynamic ones do.
 template <cooperating_group Group, class T, class E, class L, class U, class E2, class L2, class A2>
-  requires detail::plain_accessor<A2, U>
-SYMM_DEVICE void put(const Group& group, const pe_mdspan<T, E, L>& dst, const cuda::std::mdspan<U, E2, L2, A2>& source) {
+requires detail::plain_accessor<A2, U> SYMM_DEVICE void
+put(const Group& group, const pe_mdspan<T, E, L>& dst, const cuda::std::mdspan<U, E2, L2, A2>& source) {
   static_assert(!std::is_const_v<T>, "symm::put: cannot put into a pe_mdspan<const T>: the remote data is const");
   static_assert(std::is_same_v<std::remove_cv_t<U>, T>, "symm::put: the element types differ");
-  static_assert(!detail::md_extents_conflict<E, E2>(), "symm::put between multi-dimensional views whose static extents "
-                                                       "(or ranks) differ");
+  static_assert(!detail::md_extents_conflict<E, E2>(),
+                "symm::put between multi-dimensional views whose static extents "
+                "(or ranks) differ");
   for (std::size_t r = 0; r < E::rank(); ++r)
     SYMM_DEVICE_ASSERT_EXTENT(static_cast<std::size_t>(source.extent(r)), static_cast<std::size_t>(dst.extent(r)),
                               "symm::put of a multi-dimensional view: the local side's extent");
   detail::with_group_syncs(group, [&](const auto& g) {
     const remote_accessor<T> to;
     const U* from = source.data_handle();
-    detail::group_for_each_md(g, dst.extents(), dst.mapping(), source.mapping(),
-                              [&](std::size_t d, std::size_t s) { to.access(dst.data_handle(), d) = from[s]; });
+    detail::group_for_each_md(g, dst.extents(), dst.mapping(), source.mapping(), [&](std::size_t d, std::size_t s) {
+      to.access(dst.data_handle(), d) = from[s];
+    });
   });
 }
 
 //! Get (device): `group` copies the elements `src` views on its PE into the local view `destination`; each thread's
 //! share has landed on return, the whole destination once the group synchronises. Extents as for put.
 template <cooperating_group Group, class U, class E2, class L2, class A2, class T, class E, class L>
-  requires detail::plain_accessor<A2, U>
-SYMM_DEVICE void get(const Group& group, const cuda::std::mdspan<U, E2, L2, A2>& destination,
-                     const pe_mdspan<T, E, L>& src) {
+requires detail::plain_accessor<A2, U> SYMM_DEVICE void
+get(const Group& group, const cuda::std::mdspan<U, E2, L2, A2>& destination, const pe_mdspan<T, E, L>& src) {
   static_assert(!std::is_const_v<U>, "symm::get: the destination must be writable");
   static_assert(std::is_same_v<U, std::remove_cv_t<T>>, "symm::get: the element types differ");
-  static_assert(!detail::md_extents_conflict<E, E2>(), "symm::get between multi-dimensional views whose static extents "
-                                                       "(or ranks) differ");
+  static_assert(!detail::md_extents_conflict<E, E2>(),
+                "symm::get between multi-dimensional views whose static extents "
+                "(or ranks) differ");
   for (std::size_t r = 0; r < E::rank(); ++r)
     SYMM_DEVICE_ASSERT_EXTENT(static_cast<std::size_t>(destination.extent(r)), static_cast<std::size_t>(src.extent(r)),
                               "symm::get of a multi-dimensional view: the local side's extent");

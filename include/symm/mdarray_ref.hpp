@@ -29,8 +29,8 @@ struct remote_handle {
       : address(address_), pe(pe_), world(world_) {}
   //! remote_handle<const T> from remote_handle<T> (what pe_mdspan<const T> from pe_mdspan<T> needs).
   template <class U>
-    requires std::is_convertible_v<U (*)[], T (*)[]>
-  SYMM_HOST_DEVICE constexpr remote_handle(const remote_handle<U>& other) noexcept
+  requires std::is_convertible_v<U (*)[], T (*)[]> SYMM_HOST_DEVICE constexpr remote_handle(
+      const remote_handle<U>& other) noexcept
       : address(other.address), pe(other.pe), world(other.world) {}
 };
 
@@ -44,8 +44,8 @@ struct remote_accessor {
 
   constexpr remote_accessor() noexcept = default;
   template <class U>
-    requires std::is_convertible_v<U (*)[], T (*)[]>
-  SYMM_HOST_DEVICE constexpr remote_accessor(remote_accessor<U>) noexcept {}
+  requires std::is_convertible_v<U (*)[], T (*)[]> SYMM_HOST_DEVICE constexpr remote_accessor(
+      remote_accessor<U>) noexcept {}
 
   SYMM_HOST_DEVICE constexpr reference access(const data_handle_type& h, std::size_t i) const noexcept {
     return reference(h.address + i, h.pe, h.world);
@@ -103,9 +103,9 @@ public:
       : elements_(elements), mapping_(mapping) {}
   //! mdarray_ref<const T> from mdarray_ref<T>.
   template <class U>
-    requires std::is_convertible_v<U (*)[], T (*)[]>
-  SYMM_HOST_DEVICE mdarray_ref(const mdarray_ref<U, Extents, Layout>& other) noexcept
-      : elements_(other.elements()), mapping_(other.mapping()) {}
+    requires std::is_convertible_v<U (*)[], T (*)[]> SYMM_HOST_DEVICE
+    mdarray_ref(const mdarray_ref<U, Extents, Layout>& other)
+  noexcept : elements_(other.elements()), mapping_(other.mapping()) {}
 
   //! This PE's copy. On the CUDA backend it is device memory: index it in kernels, or copy it from the host.
   [[nodiscard]] SYMM_HOST_DEVICE cuda::std::mdspan<T, Extents, Layout> local() const noexcept {
@@ -127,8 +127,8 @@ private:
   mapping_type mapping_;
 };
 
-static_assert(std::is_trivially_copyable_v<mdarray_ref<float, cuda::std::dextents<int, 2>>>,
-              "mdarray_ref travels to kernels by value");
+static_assert(std::is_trivially_copyable_v<mdarray_ref<float, cuda::std::dextents<int, 2>>>, "mdarray_ref travels to "
+                                                                                             "kernels by value");
 
 template <class T, class E, class L>
 inline constexpr bool enable_symmetric_object<mdarray_ref<T, E, L>> = true;

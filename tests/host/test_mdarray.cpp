@@ -168,12 +168,13 @@ TEST_CASE("mdarray: bad extents, shapes that differ between PEs or between the s
     grid2 grid(world, 4, 6);
     std::vector<int> five(5);
     const auto right = (me + 1) % world.n_pes();
-    PE_REQUIRE_ERROR(symm::put(md::submdspan(symm::remote(grid, right), 1, md::full_extent),
-                               md::mdspan<const int, md::dextents<int, 1>>(five.data(), 5)),
-                     symm::errc::extent_mismatch,
-                     fmt::format("symm::put of a multi-dimensional view: the remote side on PE {} has extents (6) but "
-                                 "the local side has (5)",
-                                 right));
+    PE_REQUIRE_ERROR(
+        symm::put(md::submdspan(symm::remote(grid, right), 1, md::full_extent),
+                  md::mdspan<const int, md::dextents<int, 1>>(five.data(), 5)),
+        symm::errc::extent_mismatch,
+        fmt::format("symm::put of a multi-dimensional view: the remote side on PE {} has extents (6) but "
+                    "the local side has (5)",
+                    right));
     PE_REQUIRE_ERROR(symm::get(md::mdspan<int, md::dextents<int, 2>>(five.data(), 1, 5),
                                md::submdspan(symm::remote(grid, right), md::pair{0, 2}, md::pair{0, 2})),
                      symm::errc::extent_mismatch, "has extents (2, 2) but the local side has (1, 5)");
