@@ -1,8 +1,9 @@
 // symm/md_rma.hpp: put and get between multi-dimensional views: another PE's copy or slice of a symm::mdarray (a
 // pe_mdspan, symm/mdarray_ref.hpp) and a local cuda::std::mdspan of the same extents, in any strided layouts: a row, a
 // column, a tile or a face in one call (NVSHMEM's iput/iget, and more dimensions). Host code: blocking, a 2-D copy per
-// pair of inner dimensions (cudaMemcpy2D on the CUDA backend). Device code: group-scoped, every element once, spread
-// over the group in row-major order so that a warp touches consecutive elements of a row.
+// pair of inner dimensions (cudaMemcpy2D on the CUDA backend). Device code: group-scoped; one contiguous run on both
+// sides (a row) is the vectorised copy of the span forms, anything else every element once, spread over the group in
+// row-major order so that a warp touches consecutive elements of a row.
 #pragma once
 
 #include <symm/concepts.hpp>
@@ -12,8 +13,13 @@
 #include <symm/error.hpp>
 #include <symm/group.hpp>
 #include <symm/mdarray_ref.hpp>
+#include <symm/rma.hpp>
 
 #include <cuda/std/mdspan>
+
+#if SYMM_CUDA_COMPILATION()
+#  include <symm/detail/device_copy.hpp>
+#endif
 
 #include <cstddef>
 #include <type_traits>
@@ -57,19 +63,22 @@ void check_same_shape(const RemoteExtents& remote, const LocalExtents& local, in
   }
 }
 
-//! Host: copies every element of a `dst_map`-shaped view from src to dst (element offsets through each mapping), one
-//! world_interface::copy_2d per index of the dimensions outside the innermost two (or one, when an inner stride is not
-//! 1 on both sides, so that the rows are single elements).
-template <class T, class DstMapping, class SrcMapping>
-void host_copy_md(world_interface& world, T* dst, const DstMapping& dm, const T* src, const SrcMapping& sm) {
+//! Host: copies every element of the view that `sm` maps at src to the same index of the one `dm` maps at dst (the
+//! extents are the same) with `copy_2d(dst, dst_pitch, src, src_pitch, width, rows)` (world_interface::copy_2d's
+//! arguments), once per index of the dimensions outside the innermost two (or the innermost one, when an inner stride
+//! is not 1 on both sides: the rows are then single elements). Returns the number of 2-D copies made (0: an empty
+//! view).
+template <class T, class DstMapping, class SrcMapping, class Copy2d>
+std::size_t host_copy_md(T* dst, const DstMapping& dm, const T* src, const SrcMapping& sm, Copy2d&& copy_2d) {
   using extents_type = typename DstMapping::extents_type;
   constexpr std::size_t rank = extents_type::rank();
   const auto& ext = dm.extents();
   if constexpr (rank == 0) {
-    world.copy(dst, src, sizeof(T));
+    copy_2d(dst, sizeof(T), src, sizeof(T), sizeof(T), 1);
+    return 1;
   } else {
     for (std::size_t r = 0; r < rank; ++r)
-      if (ext.extent(r) == 0) return;
+      if (ext.extent(r) == 0) return 0;
     const std::size_t last = rank - 1;
     const bool contiguous_rows = dm.stride(last) == 1 && sm.stride(last) == 1;
     // The 2-D copy: rows along `row_dim` (none for a contiguous rank-1 view), each `width` bytes.
@@ -79,20 +88,55 @@ void host_copy_md(world_interface& world, T* dst, const DstMapping& dm, const T*
     const std::size_t dst_pitch = row_dim < rank ? static_cast<std::size_t>(dm.stride(row_dim)) * sizeof(T) : width;
     const std::size_t src_pitch = row_dim < rank ? static_cast<std::size_t>(sm.stride(row_dim)) * sizeof(T) : width;
     const std::size_t outer = row_dim < rank ? row_dim : 0; // the dimensions [0, outer) are looped over
-    std::size_t index[rank > 0 ? rank : 1] = {};
-    for (;;) {
+    std::size_t index[rank] = {};
+    for (std::size_t copies = 1;; ++copies) {
       std::size_t dst_at = 0, src_at = 0;
       for (std::size_t r = 0; r < outer; ++r) {
         dst_at += index[r] * static_cast<std::size_t>(dm.stride(r));
         src_at += index[r] * static_cast<std::size_t>(sm.stride(r));
       }
-      world.copy_2d(dst + dst_at, dst_pitch, src + src_at, src_pitch, width, rows);
+      copy_2d(dst + dst_at, dst_pitch, src + src_at, src_pitch, width, rows);
       std::size_t r = outer; // the odometer over [0, outer)
       while (r > 0 && ++index[r - 1] == static_cast<std::size_t>(ext.extent(r - 1)))
         index[--r] = 0;
-      if (r == 0) return;
+      if (r == 0) return copies;
     }
   }
+}
+
+//! The blocking host copy of put and get.
+template <class T, class DstMapping, class SrcMapping>
+void host_copy_md(world_interface& world, T* dst, const DstMapping& dm, const T* src, const SrcMapping& sm) {
+  (void) host_copy_md(dst, dm, src, sm,
+                      [&](void* d, std::size_t dp, const void* s, std::size_t sp, std::size_t width, std::size_t rows) {
+                        world.copy_2d(d, dp, s, sp, width, rows);
+                      });
+}
+
+//! The stream-ordered copy of put(stream, ...) and get(stream, ...): the state of its last 2-D copy, which the stream
+//! runs after the others (an empty view: a copy of 0 bytes, so that there is a state).
+template <class T, class DstMapping, class SrcMapping>
+stream_state stream_copy_md(world_interface& world, void* stream, T* dst, const DstMapping& dm, const T* src,
+                            const SrcMapping& sm, const char* what) {
+  stream_state last{};
+  const std::size_t copies = host_copy_md(
+      dst, dm, src, sm,
+      [&](void* d, std::size_t dp, const void* s, std::size_t sp, std::size_t width, std::size_t rows) {
+        last = world.copy_2d_on_stream(stream, d, dp, s, sp, width, rows, what);
+      });
+  return copies != 0 ? last : world.copy_on_stream(stream, dst, src, 0, what);
+}
+
+//! Whether both views cover one contiguous run of elements in the same order (both exhaustive, equal strides): then a
+//! put or get of them is one flat copy.
+template <class DstMapping, class SrcMapping>
+SYMM_HOST_DEVICE constexpr bool same_contiguous_order(const DstMapping& dm, const SrcMapping& sm) noexcept {
+  if (!dm.is_exhaustive() || !sm.is_exhaustive()) return false;
+  if constexpr (DstMapping::extents_type::rank() > 0) {
+    for (std::size_t r = 0; r < DstMapping::extents_type::rank(); ++r)
+      if (static_cast<std::size_t>(dm.stride(r)) != static_cast<std::size_t>(sm.stride(r))) return false;
+  }
+  return true;
 }
 
 #if SYMM_CUDA_COMPILATION()
@@ -176,6 +220,11 @@ put(const Group& group, const pe_mdspan<T, E, L>& dst, const cuda::std::mdspan<U
     SYMM_DEVICE_ASSERT_EXTENT(static_cast<std::size_t>(source.extent(r)), static_cast<std::size_t>(dst.extent(r)),
                               "symm::put of a multi-dimensional view: the local side's extent");
   detail::with_group_syncs(group, [&](const auto& g) {
+    if (detail::same_contiguous_order(dst.mapping(), source.mapping())) { // a row, or whole arrays: the vector copy
+      const std::size_t bytes = dst.mapping().required_span_size() * sizeof(T);
+      detail::group_copy(g, dst.data_handle().address, bytes, source.data_handle(), bytes);
+      return;
+    }
     const remote_accessor<T> to;
     const U* from = source.data_handle();
     detail::group_for_each_md(g, dst.extents(), dst.mapping(), source.mapping(), [&](std::size_t d, std::size_t s) {
@@ -198,12 +247,85 @@ get(const Group& group, const cuda::std::mdspan<U, E2, L2, A2>& destination, con
     SYMM_DEVICE_ASSERT_EXTENT(static_cast<std::size_t>(destination.extent(r)), static_cast<std::size_t>(src.extent(r)),
                               "symm::get of a multi-dimensional view: the local side's extent");
   detail::with_group_syncs(group, [&](const auto& g) {
+    if (detail::same_contiguous_order(destination.mapping(), src.mapping())) {
+      const std::size_t bytes = src.mapping().required_span_size() * sizeof(T);
+      detail::group_copy(g, destination.data_handle(), bytes, src.data_handle().address, bytes);
+      return;
+    }
     const remote_accessor<T> from;
     U* to = destination.data_handle();
     detail::group_for_each_md(g, src.extents(), destination.mapping(), src.mapping(),
                               [&](std::size_t d, std::size_t s) { to[d] = from.access(src.data_handle(), s).get(); });
   });
 }
+
+//! Non-blocking put (device): the stores are issued without waiting; the future's wait() (or quiet()) completes them.
+//! The source must stay unchanged until then.
+template <cooperating_group Group, class T, class E, class L, class U, class E2, class L2, class A2>
+  requires detail::plain_accessor<A2, U>
+[[nodiscard]] SYMM_DEVICE device_future<detail::copying_group_t<Group>>
+put_nbi(const Group& group, const pe_mdspan<T, E, L>& dst, const cuda::std::mdspan<U, E2, L2, A2>& source) {
+  put(group, dst, source);
+  return device_future<detail::copying_group_t<Group>>(detail::copying_group(group));
+}
+
+//! Non-blocking get (device): `destination` holds the data once the future's wait() returns.
+template <cooperating_group Group, class U, class E2, class L2, class A2, class T, class E, class L>
+  requires detail::plain_accessor<A2, U>
+[[nodiscard]] SYMM_DEVICE device_future<detail::copying_group_t<Group>>
+get_nbi(const Group& group, const cuda::std::mdspan<U, E2, L2, A2>& destination, const pe_mdspan<T, E, L>& src) {
+  get(group, destination, src);
+  return device_future<detail::copying_group_t<Group>>(detail::copying_group(group));
+}
 #endif
 
 SYMM_END_NAMESPACE
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Host code on the CUDA backend: put and get of multi-dimensional views ordered on a stream.
+#if SYMM_CUDA_BACKEND()
+#  include <symm/future.hpp>
+
+#  include <cuda_runtime_api.h>
+
+SYMM_BEGIN_NAMESPACE
+
+//! Put ordered on `stream` (one cudaMemcpy2DAsync per index of the outer dimensions): starts after the stream's earlier
+//! work; the data is at the target once the stream has run up to it, which the future's wait() waits for. Capturable
+//! into a CUDA graph like the span form. `source` may be device or host memory. Extents as for the blocking put.
+template <class T, class E, class L, class U, class E2, class L2, class A2>
+  requires detail::plain_accessor<A2, U> future<>
+  put(cudaStream_t stream, const pe_mdspan<T, E, L>& dst, const cuda::std::mdspan<U, E2, L2, A2>& source) {
+    static_assert(!std::is_const_v<T>, "symm::put: cannot put into a pe_mdspan<const T>: the remote data is const");
+    static_assert(std::is_same_v<std::remove_cv_t<U>, T>, "symm::put: the element types differ");
+    static_assert(!detail::md_extents_conflict<E, E2>(),
+                  "symm::put between multi-dimensional views whose static extents "
+                  "(or ranks) differ");
+    const remote_handle<T>& h = dst.data_handle();
+    detail::require_cuda_backend(h.world, "symm::put(stream, ...) of a multi-dimensional view");
+    detail::check_same_shape(dst.extents(), source.extents(), h.pe,
+                             "symm::put(stream, ...) of a multi-dimensional view");
+    return future<>(detail::stream_copy_md(*h.world, stream, h.address, dst.mapping(), source.data_handle(),
+                                           source.mapping(), "symm::put(stream, ...) of a multi-dimensional view"));
+  }
+
+//! Get ordered on `stream`; the future completes when `destination` holds the data.
+template <class U, class E2, class L2, class A2, class T, class E, class L>
+  requires detail::plain_accessor<A2, U> future<>
+  get(cudaStream_t stream, const cuda::std::mdspan<U, E2, L2, A2>& destination, const pe_mdspan<T, E, L>& src) {
+    static_assert(!std::is_const_v<U>, "symm::get: the destination must be writable");
+    static_assert(std::is_same_v<U, std::remove_cv_t<T>>, "symm::get: the element types differ");
+    static_assert(!detail::md_extents_conflict<E, E2>(),
+                  "symm::get between multi-dimensional views whose static extents "
+                  "(or ranks) differ");
+    const remote_handle<T>& h = src.data_handle();
+    detail::require_cuda_backend(h.world, "symm::get(stream, ...) of a multi-dimensional view");
+    detail::check_same_shape(src.extents(), destination.extents(), h.pe,
+                             "symm::get(stream, ...) of a multi-dimensional view");
+    return future<>(detail::stream_copy_md(
+        *h.world, stream, destination.data_handle(), destination.mapping(), static_cast<const U*>(h.address),
+        src.mapping(), "symm::get(stream, ...) of a multi-dimensional view"));
+  }
+
+SYMM_END_NAMESPACE
+#endif

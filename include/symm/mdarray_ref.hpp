@@ -127,8 +127,9 @@ private:
   mapping_type mapping_;
 };
 
-static_assert(std::is_trivially_copyable_v<mdarray_ref<float, cuda::std::dextents<int, 2>>>, "mdarray_ref travels to "
-                                                                                             "kernels by value");
+static_assert(std::is_trivially_copyable_v<mdarray_ref<float, cuda::std::dextents<int, 2>>>,
+              "mdarray_ref travels to "
+              "kernels by value");
 
 template <class T, class E, class L>
 inline constexpr bool enable_symmetric_object<mdarray_ref<T, E, L>> = true;

@@ -461,14 +461,17 @@ int grid_tag(int pe, int i, int j) {
 
 // My column 7 into the right neighbour's column 0 (strided on both sides), with one block; then one thread gets a
 // 3 x 4 tile of the left neighbour's copy into a column-major buffer.
+// Then my row 3 into its row 2 (contiguous on both sides: the vectorised path).
 __global__ void md_halo_kernel(int_grid grid, int right) {
   symm::put(cg::this_thread_block(), md::submdspan(symm::remote(grid, right), md::full_extent, 0),
             md::submdspan(grid.local(), md::full_extent, 7));
+  symm::put(cg::this_thread_block(), md::submdspan(symm::remote(grid, right), 2, md::pair{1, 33}),
+            md::submdspan(grid.local(), 3, md::pair{1, 33}));
 }
 __global__ void md_tile_kernel(int_grid grid, int left, int* tile) {
   md::mdspan<int, md::dextents<int, 2>, md::layout_left> out(tile, 3, 4);
   auto from = md::submdspan(symm::remote(grid, left), md::pair{1, 4}, md::pair{2, 6});
-  if (threadIdx.x < 32) symm::get(cg::tiled_partition<32>(cg::this_thread_block()), out, from);
+  if (threadIdx.x < 32) symm::get_nbi(cg::tiled_partition<32>(cg::this_thread_block()), out, from).wait();
 }
 } // namespace
 
@@ -495,8 +498,10 @@ TEST_CASE("mdarray on the GPU heap: strided device put and get of a column and a
       std::vector<int> got = symm_gpu_test::host_copy_of(grid.local().data_handle(), mine.size());
       for (int i = 0; i < rows; ++i) {
         PE_REQUIRE_EQ(got[static_cast<std::size_t>(i * cols)], grid_tag(left, i, 7));
-        PE_REQUIRE_EQ(got[static_cast<std::size_t>(i * cols + 1)], grid_tag(me, i, 1));
+        PE_REQUIRE_EQ(got[static_cast<std::size_t>(i * cols + 1)], i == 2 ? grid_tag(left, 3, 1) : grid_tag(me, i, 1));
       }
+      for (int j = 1; j < cols; ++j)
+        PE_REQUIRE_EQ(got[static_cast<std::size_t>(2 * cols + j)], grid_tag(left, 3, j));
 
       int* tile = nullptr;
       GPU_CHECK(cudaMalloc(&tile, 12 * sizeof(int)));
@@ -524,6 +529,24 @@ TEST_CASE("mdarray on the GPU heap: strided device put and get of a column and a
       for (int i = 0; i < rows; ++i)
         PE_REQUIRE_EQ(column[static_cast<std::size_t>(i)],
                       i == 5 ? -(((left + pes - 1) % pes) * 100 + cols - 1) : grid_tag(left, i, cols - 1));
+      world.barrier();
+
+      // Stream forms: a 2 x 3 tile from host memory into the right neighbour's corner, and its own corner back.
+      cudaStream_t stream = nullptr;
+      GPU_CHECK(cudaStreamCreate(&stream));
+      std::vector<int> corner{me, me + 1, me + 2, me + 3, me + 4, me + 5};
+      symm::put(stream, md::submdspan(symm::remote(grid, right), md::pair{0, 2}, md::pair{cols - 3, cols}),
+                md::mdspan<const int, md::extents<int, 2, 3>>(corner.data()))
+          .wait();
+      world.barrier();
+      std::vector<int> back(6);
+      symm::get(stream, md::mdspan<int, md::dextents<int, 2>, md::layout_left>(back.data(), 2, 3),
+                md::submdspan(symm::remote(grid, me), md::pair{0, 2}, md::pair{cols - 3, cols}))
+          .wait();
+      GPU_CHECK(cudaStreamDestroy(stream));
+      for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 3; ++j)
+          PE_REQUIRE_EQ(back[static_cast<std::size_t>(i + 2 * j)], left + i * 3 + j);
       world.barrier();
     }));
   }

@@ -64,6 +64,10 @@ public:
   //! at least `width`): a strided put or get (symm/md_rma.hpp) in one call, as cudaMemcpy2D.
   virtual void copy_2d(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t width,
                        std::size_t rows) = 0;
+  //! copy_2d ordered on `stream` (a cudaStream_t) on the CUDA backend; `what` names the symm call, for errors.
+  virtual stream_state
+  copy_2d_on_stream(void* stream, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
+                    std::size_t width, std::size_t rows, const char* what) = 0;
   //! Non-blocking copy; the completion turns ready when the bytes are in place.
   virtual std::shared_ptr<completion> copy_async(void* dst, const void* src, std::size_t bytes) = 0;
   //! A copy ordered on `stream` (a cudaStream_t) on the CUDA backend; `what` names the symm call, for errors.

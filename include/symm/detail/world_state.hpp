@@ -637,6 +637,16 @@ public:
     return engine_->submit(dst, src, bytes);
   }
 
+  stream_state copy_2d_on_stream(void* stream, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
+                                 std::size_t width, std::size_t rows, const char* what) override {
+#if SYMM_CUDA_BACKEND()
+    if (cuda_)
+      return cuda_->copy_2d_on(static_cast<cudaStream_t>(stream), dst, dst_pitch, src, src_pitch, width, rows, what);
+#endif
+    (void) dst_pitch, (void) src_pitch, (void) width, (void) rows;
+    return copy_on_stream(stream, dst, src, 0, what); // the errors of a stream-ordered call without a CUDA heap
+  }
+
   stream_state copy_on_stream(void* stream, void* dst, const void* src, std::size_t bytes, const char* what) override {
 #if SYMM_CUDA_BACKEND()
     if (cuda_) return cuda_->copy_on(static_cast<cudaStream_t>(stream), dst, src, bytes, what);

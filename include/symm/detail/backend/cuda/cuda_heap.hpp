@@ -258,14 +258,14 @@ public:
   //! a copy a row through NVSHMEM when a side is a peer reached only by NVSHMEM RMA (a tagged address).
   void copy_2d(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t width,
                std::size_t rows) {
-    if (is_rma_address(dst) || is_rma_address(src)) {
-      for (std::size_t r = 0; r < rows; ++r)
-        enqueue_copy(stream_, static_cast<std::byte*>(dst) + r * dst_pitch,
-                     static_cast<const std::byte*>(src) + r * src_pitch, width);
-    } else {
-      SYMM_TRY_CUDA(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, rows, cudaMemcpyDefault, stream_));
-    }
+    enqueue_copy_2d(stream_, dst, dst_pitch, src, src_pitch, width, rows);
     SYMM_TRY_CUDA(cudaStreamSynchronize(stream_));
+  }
+  //! copy_2d ordered on `stream` (world_interface::copy_2d_on_stream).
+  stream_state copy_2d_on(cudaStream_t stream, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
+                          std::size_t width, std::size_t rows, const char* what) {
+    enqueue_copy_2d(stream, dst, dst_pitch, src, src_pitch, width, rows);
+    return stream_operation(stream, what, pe_);
   }
 
   //! Sets `bytes` bytes of this PE's own heap at `local` to 0 on the device: complete on return.
@@ -319,6 +319,17 @@ private:
     }
 #endif
     SYMM_TRY_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
+  }
+
+  void enqueue_copy_2d(cudaStream_t stream, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
+                       std::size_t width, std::size_t rows) {
+    if (is_rma_address(dst) || is_rma_address(src)) {
+      for (std::size_t r = 0; r < rows; ++r)
+        enqueue_copy(stream, static_cast<std::byte*>(dst) + r * dst_pitch,
+                     static_cast<const std::byte*>(src) + r * src_pitch, width);
+      return;
+    }
+    SYMM_TRY_CUDA(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, rows, cudaMemcpyDefault, stream));
   }
 
   //! What detail::choose_device needs, from the job, the options, the environment and the driver.
