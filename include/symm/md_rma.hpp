@@ -155,12 +155,14 @@ group_for_each_md(const Group& group, const Extents& shape, const DstMapping& dm
     std::size_t dst_at = 0, src_at = 0;
     if constexpr (rank > 0) {
       auto rest = static_cast<index_type>(k);
-      for (std::size_t r = rank; r-- > 0;) {
+      for (std::size_t r = rank - 1; r > 0; --r) { // the first index needs no division: k < n
         const index_type e = shape.extent(r), i = rest % e;
         rest /= e;
         dst_at += static_cast<std::size_t>(i) * static_cast<std::size_t>(dm.stride(r));
         src_at += static_cast<std::size_t>(i) * static_cast<std::size_t>(sm.stride(r));
       }
+      dst_at += static_cast<std::size_t>(rest) * static_cast<std::size_t>(dm.stride(0));
+      src_at += static_cast<std::size_t>(rest) * static_cast<std::size_t>(sm.stride(0));
     }
     move(dst_at, src_at);
   }
