@@ -89,17 +89,17 @@ private:
   //! The extents from the constructor's dynamic ones, each checked: not negative, held by index_type.
   template <class... Sizes>
   static Extents checked_extents([[maybe_unused]] int pe, Sizes... sizes) {
-    const std::array<std::int64_t, sizeof...(Sizes)> wide{check_extent(pe, sizes)...};
+    std::size_t position = 0;
+    const std::array<std::int64_t, sizeof...(Sizes)> wide{check_extent(pe, position++, sizes)...};
     return std::apply([](auto... e) { return Extents(static_cast<index_type>(e)...); }, wide);
   }
   template <class Size>
-  static std::int64_t check_extent(int pe, Size size) {
+  static std::int64_t check_extent(int pe, std::size_t position, Size size) {
     if (std::cmp_less(size, 0) || std::cmp_greater(size, std::numeric_limits<index_type>::max())) {
       SYMM_THROW(errc::invalid_argument,
-                 "PE {}: symm::mdarray of {}-byte elements: extent {} is {} (an extent is at least 0 and at most {}, "
-                 "the largest value of the extents' index type)",
-                 pe, sizeof(T), std::cmp_less(size, 0) ? "negative" : "too large", size,
-                 std::numeric_limits<index_type>::max());
+                 "PE {}: symm::mdarray of {}-byte elements: dynamic extent #{} is {}, but an extent is at least 0 and "
+                 "at most {} (the largest value of the extents' index type)",
+                 pe, sizeof(T), position, size, std::numeric_limits<index_type>::max());
     }
     return static_cast<std::int64_t>(size);
   }
