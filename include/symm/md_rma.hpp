@@ -63,6 +63,41 @@ void check_same_shape(const RemoteExtents& remote, const LocalExtents& local, in
   }
 }
 
+//! A local view a multi-dimensional put reads or a get writes: a cuda::std::mdspan of plain memory.
+template <class M>
+inline constexpr bool local_mdspan = false;
+template <class U, class E, class L, class A>
+inline constexpr bool local_mdspan<cuda::std::mdspan<U, E, L, A>> = plain_accessor<A, U>;
+
+//! Why `Local` cannot be the local side of a multi-dimensional put or get: one static_assert a case, which the
+//! catch-all overloads below reach, so that the first error says what to write instead of listing overloads.
+template <class Local>
+constexpr void diagnose_md_local() {
+  using R = std::remove_cvref_t<Local>;
+  if constexpr (is_pe_mdspan<R>) {
+    static_assert(always_false<R>, "symm: put/get between two remote views (pe_mdspan): get into a local buffer, then "
+                                   "put that; each call moves data between this PE and one other");
+  } else if constexpr (symmetric_object<R>) {
+    static_assert(always_false<R>, "symm: put/get: a symmetric object (symm::mdarray) as the local side; pass its part "
+                                   "on this PE, grid.local(), or a cuda::std::submdspan of it");
+  } else {
+    static_assert(always_false<R>, "symm: put/get of a pe_mdspan: the local side must be a cuda::std::mdspan of "
+                                   "memory this PE reads and writes directly (the default accessor)");
+  }
+}
+
+//! Whether both views cover one contiguous run of elements in the same order (both exhaustive, equal strides): then a
+//! put or get of them is one flat copy.
+template <class DstMapping, class SrcMapping>
+SYMM_HOST_DEVICE constexpr bool same_contiguous_order(const DstMapping& dm, const SrcMapping& sm) noexcept {
+  if (!dm.is_exhaustive() || !sm.is_exhaustive()) return false;
+  if constexpr (DstMapping::extents_type::rank() > 0) {
+    for (std::size_t r = 0; r < DstMapping::extents_type::rank(); ++r)
+      if (static_cast<std::size_t>(dm.stride(r)) != static_cast<std::size_t>(sm.stride(r))) return false;
+  }
+  return true;
+}
+
 //! Host: copies every element of the view that `sm` maps at src to the same index of the one `dm` maps at dst (the
 //! extents are the same) with `copy_2d(dst, dst_pitch, src, src_pitch, width, rows)` (world_interface::copy_2d's
 //! arguments), once per index of the dimensions outside the innermost two (or the innermost one, when an inner stride
@@ -79,14 +114,27 @@ std::size_t host_copy_md(T* dst, const DstMapping& dm, const T* src, const SrcMa
   } else {
     for (std::size_t r = 0; r < rank; ++r)
       if (ext.extent(r) == 0) return 0;
+    if (same_contiguous_order(dm, sm)) { // whole arrays, in either layout: one copy
+      const std::size_t bytes = static_cast<std::size_t>(dm.required_span_size()) * sizeof(T);
+      copy_2d(dst, bytes, src, bytes, bytes, 1);
+      return 1;
+    }
     const std::size_t last = rank - 1;
-    const bool contiguous_rows = dm.stride(last) == 1 && sm.stride(last) == 1;
+    const auto at_least = [](std::size_t stride, std::size_t elements) { return stride >= elements; };
+    // Rows of the innermost extent when it has stride 1 on both sides and the rows do not overlap (2-D copies need
+    // pitches of at least the width); otherwise rows of one element.
+    const bool contiguous_rows =
+        dm.stride(last) == 1 && sm.stride(last) == 1 &&
+        (rank == 1 || ext.extent(rank - 2) == 1 ||
+         (at_least(static_cast<std::size_t>(dm.stride(rank - 2)), static_cast<std::size_t>(ext.extent(last))) &&
+          at_least(static_cast<std::size_t>(sm.stride(rank - 2)), static_cast<std::size_t>(ext.extent(last)))));
     // The 2-D copy: rows along `row_dim` (none for a contiguous rank-1 view), each `width` bytes.
     const std::size_t width = contiguous_rows ? static_cast<std::size_t>(ext.extent(last)) * sizeof(T) : sizeof(T);
     const std::size_t row_dim = contiguous_rows ? (rank >= 2 ? rank - 2 : rank) : last;
     const std::size_t rows = row_dim < rank ? static_cast<std::size_t>(ext.extent(row_dim)) : 1;
-    const std::size_t dst_pitch = row_dim < rank ? static_cast<std::size_t>(dm.stride(row_dim)) * sizeof(T) : width;
-    const std::size_t src_pitch = row_dim < rank ? static_cast<std::size_t>(sm.stride(row_dim)) * sizeof(T) : width;
+    // One row: its pitch is never used; the width keeps cudaMemcpy2D's rule (pitch >= width).
+    const std::size_t dst_pitch = rows > 1 ? static_cast<std::size_t>(dm.stride(row_dim)) * sizeof(T) : width;
+    const std::size_t src_pitch = rows > 1 ? static_cast<std::size_t>(sm.stride(row_dim)) * sizeof(T) : width;
     const std::size_t outer = row_dim < rank ? row_dim : 0; // the dimensions [0, outer) are looped over
     std::size_t index[rank] = {};
     for (std::size_t copies = 1;; ++copies) {
@@ -125,18 +173,6 @@ stream_state stream_copy_md(world_interface& world, void* stream, T* dst, const 
         last = world.copy_2d_on_stream(stream, d, dp, s, sp, width, rows, what);
       });
   return copies != 0 ? last : world.copy_on_stream(stream, dst, src, 0, what);
-}
-
-//! Whether both views cover one contiguous run of elements in the same order (both exhaustive, equal strides): then a
-//! put or get of them is one flat copy.
-template <class DstMapping, class SrcMapping>
-SYMM_HOST_DEVICE constexpr bool same_contiguous_order(const DstMapping& dm, const SrcMapping& sm) noexcept {
-  if (!dm.is_exhaustive() || !sm.is_exhaustive()) return false;
-  if constexpr (DstMapping::extents_type::rank() > 0) {
-    for (std::size_t r = 0; r < DstMapping::extents_type::rank(); ++r)
-      if (static_cast<std::size_t>(dm.stride(r)) != static_cast<std::size_t>(sm.stride(r))) return false;
-  }
-  return true;
 }
 
 #if SYMM_CUDA_COMPILATION()
@@ -188,6 +224,18 @@ void put(const pe_mdspan<T, E, L>& dst, const cuda::std::mdspan<U, E2, L2, A2>& 
   const remote_handle<T>& h = dst.data_handle();
   detail::check_same_shape(dst.extents(), source.extents(), h.pe, "symm::put of a multi-dimensional view");
   detail::host_copy_md(*h.world, h.address, dst.mapping(), source.data_handle(), source.mapping());
+}
+
+// Anything else as the local side of a host put or get: a compile error that says what to write.
+template <class T, class E, class L, class Local>
+  requires(!detail::local_mdspan<std::remove_cvref_t<Local>>)
+void put(const pe_mdspan<T, E, L>&, Local&&) {
+  detail::diagnose_md_local<Local>();
+}
+template <class Local, class T, class E, class L>
+  requires(!detail::local_mdspan<std::remove_cvref_t<Local>>)
+void get(Local&&, const pe_mdspan<T, E, L>&) {
+  detail::diagnose_md_local<Local>();
 }
 
 //! Get (host): copies PE src.pe()'s elements that `src` views into the local view `destination`. Complete when it

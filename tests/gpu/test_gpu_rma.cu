@@ -459,14 +459,17 @@ int grid_tag(int pe, int i, int j) {
   return pe * 1000000 + i * 1000 + j;
 }
 
-// My column 7 into the right neighbour's column 0 (strided on both sides), with one block; then one thread gets a
-// 3 x 4 tile of the left neighbour's copy into a column-major buffer.
-// Then my row 3 into its row 2 (contiguous on both sides: the vectorised path).
+// My column 7 into the right neighbour's column 0 (strided on both sides), with one block. Then, in a second launch
+// after a barrier, my row 3 without its column 0 into its last row (contiguous on both sides: the vectorised path).
+// One warp gets a 3 x 4 tile of the left neighbour's copy into a column-major buffer.
 __global__ void md_halo_kernel(int_grid grid, int right) {
   symm::put(cg::this_thread_block(), md::submdspan(symm::remote(grid, right), md::full_extent, 0),
             md::submdspan(grid.local(), md::full_extent, 7));
-  symm::put(cg::this_thread_block(), md::submdspan(symm::remote(grid, right), 2, md::pair{1, 33}),
-            md::submdspan(grid.local(), 3, md::pair{1, 33}));
+}
+__global__ void md_row_kernel(int_grid grid, int right) {
+  const int last = grid.extent(0) - 1, cols = grid.extent(1);
+  symm::put(cg::this_thread_block(), md::submdspan(symm::remote(grid, right), last, md::pair{1, cols}),
+            md::submdspan(grid.local(), 3, md::pair{1, cols}));
 }
 __global__ void md_tile_kernel(int_grid grid, int left, int* tile) {
   md::mdspan<int, md::dextents<int, 2>, md::layout_left> out(tile, 3, 4);
@@ -498,10 +501,18 @@ TEST_CASE("mdarray on the GPU heap: strided device put and get of a column and a
       std::vector<int> got = symm_gpu_test::host_copy_of(grid.local().data_handle(), mine.size());
       for (int i = 0; i < rows; ++i) {
         PE_REQUIRE_EQ(got[static_cast<std::size_t>(i * cols)], grid_tag(left, i, 7));
-        PE_REQUIRE_EQ(got[static_cast<std::size_t>(i * cols + 1)], i == 2 ? grid_tag(left, 3, 1) : grid_tag(me, i, 1));
+        PE_REQUIRE_EQ(got[static_cast<std::size_t>(i * cols + 1)], grid_tag(me, i, 1));
       }
+      world.barrier(); // read before the row lands
+
+      md_row_kernel<<<1, 128>>>(grid, right);
+      GPU_CHECK(cudaGetLastError());
+      GPU_CHECK(cudaDeviceSynchronize());
+      world.barrier();
+      got = symm_gpu_test::host_copy_of(grid.local().data_handle(), mine.size());
+      PE_REQUIRE_EQ(got[static_cast<std::size_t>((rows - 1) * cols)], grid_tag(left, rows - 1, 7));
       for (int j = 1; j < cols; ++j)
-        PE_REQUIRE_EQ(got[static_cast<std::size_t>(2 * cols + j)], grid_tag(left, 3, j));
+        PE_REQUIRE_EQ(got[static_cast<std::size_t>((rows - 1) * cols + j)], grid_tag(left, 3, j));
 
       int* tile = nullptr;
       GPU_CHECK(cudaMalloc(&tile, 12 * sizeof(int)));
@@ -526,9 +537,12 @@ TEST_CASE("mdarray on the GPU heap: strided device put and get of a column and a
       std::vector<int> column(rows);
       symm::get(md::mdspan<int, md::dextents<int, 1>>(column.data(), rows),
                 md::submdspan(symm::remote(grid, left), md::full_extent, cols - 1));
+      const int left_of_left = (left + pes - 1) % pes;
       for (int i = 0; i < rows; ++i)
         PE_REQUIRE_EQ(column[static_cast<std::size_t>(i)],
-                      i == 5 ? -(((left + pes - 1) % pes) * 100 + cols - 1) : grid_tag(left, i, cols - 1));
+                      i == 5          ? -(left_of_left * 100 + cols - 1)
+                      : i == rows - 1 ? grid_tag(left_of_left, 3, cols - 1)
+                                      : grid_tag(left, i, cols - 1));
       world.barrier();
 
       // Stream forms: a 2 x 3 tile from host memory into the right neighbour's corner, and its own corner back.

@@ -4,7 +4,10 @@
 
 #include <cuda/std/mdspan>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -181,4 +184,54 @@ TEST_CASE("mdarray: bad extents, shapes that differ between PEs or between the s
     PE_REQUIRE_ERROR((void) symm::remote(grid, 3), symm::errc::invalid_pe, "3");
     world.barrier();
   }));
+}
+
+TEST_CASE("strided copies split into 2-D copies whose pitches cudaMemcpy2D accepts", "[mdarray][rma]") {
+  struct call {
+    std::size_t dst_pitch, src_pitch, width, rows;
+  };
+  std::vector<call> calls;
+  const auto copy_2d =
+      [&](void* d, std::size_t dp, const void* s, std::size_t sp, std::size_t width, std::size_t rows) {
+        calls.push_back({dp, sp, width, rows});
+        for (std::size_t r = 0; r < rows; ++r)
+          std::memmove(static_cast<std::byte*>(d) + r * dp, static_cast<const std::byte*>(s) + r * sp, width);
+      };
+  std::vector<int> grid(6 * 9), out(6 * 9, -1);
+  for (std::size_t v = 0; v < grid.size(); ++v)
+    grid[v] = static_cast<int>(v);
+  md::mdspan<int, md::dextents<int, 2>> g(grid.data(), 6, 9);
+
+  // A row as a 1 x 9 view into a column-major 1 x 9 buffer (strides (9, 1) against (1, 1)): one row, pitches = width.
+  md::mdspan<int, md::dextents<int, 2>, md::layout_left> row_cm(out.data(), 1, 9);
+  auto row = md::submdspan(g, md::pair{2, 3}, md::full_extent);
+  CHECK(symm::detail::host_copy_md(out.data(), row_cm.mapping(), grid.data() + 18, row.mapping(), copy_2d) == 1);
+  CHECK((calls.back().width == 36 && calls.back().rows == 1 && calls.back().dst_pitch == 36 &&
+         calls.back().src_pitch == 36));
+  CHECK(out[0] == 18);
+  CHECK(out[8] == 26);
+
+  // Whole arrays in the same layout, column-major included: one flat copy.
+  calls.clear();
+  md::mdspan<int, md::dextents<int, 2>, md::layout_left> a(grid.data(), 9, 6), b(out.data(), 9, 6);
+  CHECK(symm::detail::host_copy_md(out.data(), b.mapping(), grid.data(), a.mapping(), copy_2d) == 1);
+  CHECK((calls.size() == 1 && calls[0].width == grid.size() * sizeof(int) && calls[0].rows == 1));
+  CHECK(out == grid);
+
+  // A column: rows of one element, the source's pitch a row of the grid.
+  calls.clear();
+  std::fill(out.begin(), out.end(), -1);
+  auto column = md::submdspan(g, md::full_extent, 4);
+  md::mdspan<int, md::dextents<int, 1>> dense(out.data(), 6);
+  CHECK(symm::detail::host_copy_md(out.data(), dense.mapping(), grid.data() + 4, column.mapping(), copy_2d) == 1);
+  CHECK((calls[0].width == 4 && calls[0].rows == 6 && calls[0].src_pitch == 36 && calls[0].dst_pitch == 4));
+  CHECK((out[0] == 4 && out[5] == 49));
+
+  // Rows that overlap in the destination (a layout_stride whose row stride is shorter than a row): element copies.
+  calls.clear();
+  md::layout_stride::mapping<md::dextents<int, 2>> overlapping(md::dextents<int, 2>(2, 4), md::array<int, 2>{2, 1});
+  auto tile = md::submdspan(g, md::pair{0, 2}, md::pair{0, 4});
+  (void) symm::detail::host_copy_md(out.data(), overlapping, grid.data(), tile.mapping(), copy_2d);
+  for (const call& c : calls)
+    CHECK((c.dst_pitch >= c.width && c.src_pitch >= c.width));
 }
