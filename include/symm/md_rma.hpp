@@ -98,6 +98,23 @@ SYMM_HOST_DEVICE constexpr bool same_contiguous_order(const DstMapping& dm, cons
   return true;
 }
 
+//! The compile-time rules of every multi-dimensional put (host, device, stream) and get: the remote side writable (put)
+//! or the local one (get), the same element type, static extents (and ranks) that can match.
+template <class T, class E, class U, class E2>
+SYMM_HOST_DEVICE constexpr void require_md_put() {
+  static_assert(!std::is_const_v<T>, "symm::put: cannot put into a pe_mdspan<const T>: the remote data is const");
+  static_assert(std::is_same_v<std::remove_cv_t<U>, T>, "symm::put: the element types differ");
+  static_assert(!md_extents_conflict<E, E2>(), "symm::put between multi-dimensional views whose static extents "
+                                               "(or ranks) differ");
+}
+template <class U, class E2, class T, class E>
+SYMM_HOST_DEVICE constexpr void require_md_get() {
+  static_assert(!std::is_const_v<U>, "symm::get: the destination must be writable");
+  static_assert(std::is_same_v<U, std::remove_cv_t<T>>, "symm::get: the element types differ");
+  static_assert(!md_extents_conflict<E, E2>(), "symm::get between multi-dimensional views whose static extents "
+                                               "(or ranks) differ");
+}
+
 //! Host: copies every element of the view that `sm` maps at src to the same index of the one `dm` maps at dst (the
 //! extents are the same) with `copy_2d(dst, dst_pitch, src, src_pitch, width, rows)` (world_interface::copy_2d's
 //! arguments), once per index of the dimensions outside the innermost two (or the innermost one, when an inner stride
@@ -178,6 +195,15 @@ stream_state stream_copy_md(world_interface& world, void* stream, T* dst, const 
 #if SYMM_CUDA_COMPILATION()
 //! Device: `group` moves every element of a `shape`-shaped view, element k of the row-major order going to the thread
 //! of rank k modulo the group's size: `move(dst_offset, src_offset)` with each side's offset through its mapping.
+//! Device: the local side's extents are the remote side's, else a trap (SYMM_CHECK >= 1; `what` names the call).
+template <class RemoteExtents, class LocalExtents>
+SYMM_DEVICE SYMM_FORCEINLINE void
+device_check_same_shape(const RemoteExtents& remote, const LocalExtents& local, [[maybe_unused]] const char* what) {
+  for (std::size_t r = 0; r < RemoteExtents::rank(); ++r)
+    SYMM_DEVICE_ASSERT_EXTENT(static_cast<std::size_t>(local.extent(r)), static_cast<std::size_t>(remote.extent(r)),
+                              what);
+}
+
 template <class Group, class Extents, class DstMapping, class SrcMapping, class Move>
 SYMM_DEVICE SYMM_FORCEINLINE void
 group_for_each_md(const Group& group, const Extents& shape, const DstMapping& dm, const SrcMapping& sm, Move&& move) {
@@ -216,11 +242,7 @@ group_for_each_md(const Group& group, const Extents& shape, const DstMapping& dm
 template <class T, class E, class L, class U, class E2, class L2, class A2>
   requires detail::plain_accessor<A2, U>
 void put(const pe_mdspan<T, E, L>& dst, const cuda::std::mdspan<U, E2, L2, A2>& source) {
-  static_assert(!std::is_const_v<T>, "symm::put: cannot put into a pe_mdspan<const T>: the remote data is const");
-  static_assert(std::is_same_v<std::remove_cv_t<U>, T>, "symm::put: the element types differ");
-  static_assert(!detail::md_extents_conflict<E, E2>(),
-                "symm::put between multi-dimensional views whose static extents "
-                "(or ranks) differ");
+  detail::require_md_put<T, E, U, E2>();
   const remote_handle<T>& h = dst.data_handle();
   detail::check_same_shape(dst.extents(), source.extents(), h.pe, "symm::put of a multi-dimensional view");
   detail::host_copy_md(*h.world, h.address, dst.mapping(), source.data_handle(), source.mapping());
@@ -243,11 +265,7 @@ void get(Local&&, const pe_mdspan<T, E, L>&) {
 template <class U, class E2, class L2, class A2, class T, class E, class L>
   requires detail::plain_accessor<A2, U>
 void get(const cuda::std::mdspan<U, E2, L2, A2>& destination, const pe_mdspan<T, E, L>& src) {
-  static_assert(!std::is_const_v<U>, "symm::get: the destination must be writable");
-  static_assert(std::is_same_v<U, std::remove_cv_t<T>>, "symm::get: the element types differ");
-  static_assert(!detail::md_extents_conflict<E, E2>(),
-                "symm::get between multi-dimensional views whose static extents "
-                "(or ranks) differ");
+  detail::require_md_get<U, E2, T, E>();
   const remote_handle<T>& h = src.data_handle();
   detail::check_same_shape(src.extents(), destination.extents(), h.pe, "symm::get of a multi-dimensional view");
   detail::host_copy_md(*h.world, destination.data_handle(), destination.mapping(), h.address, src.mapping());
@@ -261,14 +279,9 @@ void get(const cuda::std::mdspan<U, E2, L2, A2>& destination, const pe_mdspan<T,
 template <cooperating_group Group, class T, class E, class L, class U, class E2, class L2, class A2>
 requires detail::plain_accessor<A2, U> SYMM_DEVICE void
 put(const Group& group, const pe_mdspan<T, E, L>& dst, const cuda::std::mdspan<U, E2, L2, A2>& source) {
-  static_assert(!std::is_const_v<T>, "symm::put: cannot put into a pe_mdspan<const T>: the remote data is const");
-  static_assert(std::is_same_v<std::remove_cv_t<U>, T>, "symm::put: the element types differ");
-  static_assert(!detail::md_extents_conflict<E, E2>(),
-                "symm::put between multi-dimensional views whose static extents "
-                "(or ranks) differ");
-  for (std::size_t r = 0; r < E::rank(); ++r)
-    SYMM_DEVICE_ASSERT_EXTENT(static_cast<std::size_t>(source.extent(r)), static_cast<std::size_t>(dst.extent(r)),
-                              "symm::put of a multi-dimensional view: the local side's extent");
+  detail::require_md_put<T, E, U, E2>();
+  detail::device_check_same_shape(
+      dst.extents(), source.extents(), "symm::put of a multi-dimensional view: the local side's extent");
   detail::with_group_syncs(group, [&](const auto& g) {
     if (detail::same_contiguous_order(dst.mapping(), source.mapping())) { // a row, or whole arrays: the vector copy
       const std::size_t bytes = dst.mapping().required_span_size() * sizeof(T);
@@ -288,14 +301,9 @@ put(const Group& group, const pe_mdspan<T, E, L>& dst, const cuda::std::mdspan<U
 template <cooperating_group Group, class U, class E2, class L2, class A2, class T, class E, class L>
 requires detail::plain_accessor<A2, U> SYMM_DEVICE void
 get(const Group& group, const cuda::std::mdspan<U, E2, L2, A2>& destination, const pe_mdspan<T, E, L>& src) {
-  static_assert(!std::is_const_v<U>, "symm::get: the destination must be writable");
-  static_assert(std::is_same_v<U, std::remove_cv_t<T>>, "symm::get: the element types differ");
-  static_assert(!detail::md_extents_conflict<E, E2>(),
-                "symm::get between multi-dimensional views whose static extents "
-                "(or ranks) differ");
-  for (std::size_t r = 0; r < E::rank(); ++r)
-    SYMM_DEVICE_ASSERT_EXTENT(static_cast<std::size_t>(destination.extent(r)), static_cast<std::size_t>(src.extent(r)),
-                              "symm::get of a multi-dimensional view: the local side's extent");
+  detail::require_md_get<U, E2, T, E>();
+  detail::device_check_same_shape(
+      src.extents(), destination.extents(), "symm::get of a multi-dimensional view: the local side's extent");
   detail::with_group_syncs(group, [&](const auto& g) {
     if (detail::same_contiguous_order(destination.mapping(), src.mapping())) {
       const std::size_t bytes = src.mapping().required_span_size() * sizeof(T);
@@ -346,11 +354,7 @@ SYMM_BEGIN_NAMESPACE
 template <class T, class E, class L, class U, class E2, class L2, class A2>
   requires detail::plain_accessor<A2, U> future<>
   put(cudaStream_t stream, const pe_mdspan<T, E, L>& dst, const cuda::std::mdspan<U, E2, L2, A2>& source) {
-    static_assert(!std::is_const_v<T>, "symm::put: cannot put into a pe_mdspan<const T>: the remote data is const");
-    static_assert(std::is_same_v<std::remove_cv_t<U>, T>, "symm::put: the element types differ");
-    static_assert(!detail::md_extents_conflict<E, E2>(),
-                  "symm::put between multi-dimensional views whose static extents "
-                  "(or ranks) differ");
+    detail::require_md_put<T, E, U, E2>();
     const remote_handle<T>& h = dst.data_handle();
     detail::require_cuda_backend(h.world, "symm::put(stream, ...) of a multi-dimensional view");
     detail::check_same_shape(dst.extents(), source.extents(), h.pe,
@@ -363,11 +367,7 @@ template <class T, class E, class L, class U, class E2, class L2, class A2>
 template <class U, class E2, class L2, class A2, class T, class E, class L>
   requires detail::plain_accessor<A2, U> future<>
   get(cudaStream_t stream, const cuda::std::mdspan<U, E2, L2, A2>& destination, const pe_mdspan<T, E, L>& src) {
-    static_assert(!std::is_const_v<U>, "symm::get: the destination must be writable");
-    static_assert(std::is_same_v<U, std::remove_cv_t<T>>, "symm::get: the element types differ");
-    static_assert(!detail::md_extents_conflict<E, E2>(),
-                  "symm::get between multi-dimensional views whose static extents "
-                  "(or ranks) differ");
+    detail::require_md_get<U, E2, T, E>();
     const remote_handle<T>& h = src.data_handle();
     detail::require_cuda_backend(h.world, "symm::get(stream, ...) of a multi-dimensional view");
     detail::check_same_shape(src.extents(), destination.extents(), h.pe,
