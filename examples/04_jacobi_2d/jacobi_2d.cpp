@@ -1,7 +1,8 @@
 // A 2-D Jacobi stencil on the host backend, decomposed over a grid of PEs. Each PE's block is a symm::mdarray with a
-// one-point halo frame; every halo, a contiguous row or a strided column, is one put of a cuda::std::submdspan of this
-// PE's block into the slice of the neighbour's (symm::remote(block, pe) is an mdspan of the neighbour's copy). PE 0
-// then gets every block's interior and compares with a serial run. Run it with `symmrun -n 4 ./jacobi_2d`.
+// one-point halo frame; every halo, a contiguous row or a strided column, is one put of a symm::submdspan
+// (cuda::std::submdspan) of this PE's block into the slice of the neighbour's (symm::remote(block, pe) is an mdspan of
+// the neighbour's copy). PE 0 then gets every block's interior and compares with a serial run. Run it with `symmrun -n
+// 4 ./jacobi_2d`.
 #include "jacobi_2d.hpp"
 
 #include <symm/symm.hpp>
@@ -29,13 +30,13 @@ constexpr int last_row = static_cast<int>(rows), last_col = static_cast<int>(col
 void exchange(symm::world& world, const placement& p, block buf) {
   auto u = buf.local();
   if (p.north >= 0)
-    symm::put(md::submdspan(symm::remote(buf, p.north), last_row + 1, inner_cols), md::submdspan(u, 1, inner_cols));
+    symm::put(symm::submdspan(symm::remote(buf, p.north), last_row + 1, inner_cols), symm::submdspan(u, 1, inner_cols));
   if (p.south >= 0)
-    symm::put(md::submdspan(symm::remote(buf, p.south), 0, inner_cols), md::submdspan(u, last_row, inner_cols));
+    symm::put(symm::submdspan(symm::remote(buf, p.south), 0, inner_cols), symm::submdspan(u, last_row, inner_cols));
   if (p.west >= 0)
-    symm::put(md::submdspan(symm::remote(buf, p.west), inner_rows, last_col + 1), md::submdspan(u, inner_rows, 1));
+    symm::put(symm::submdspan(symm::remote(buf, p.west), inner_rows, last_col + 1), symm::submdspan(u, inner_rows, 1));
   if (p.east >= 0)
-    symm::put(md::submdspan(symm::remote(buf, p.east), inner_rows, 0), md::submdspan(u, inner_rows, last_col));
+    symm::put(symm::submdspan(symm::remote(buf, p.east), inner_rows, 0), symm::submdspan(u, inner_rows, last_col));
   world.barrier();
 }
 
@@ -81,7 +82,7 @@ int main() {
       md::mdspan<double, md::dextents<std::size_t, 2>, md::layout_stride> place(
           all.data() + static_cast<std::size_t>(q.r) * rows * C + static_cast<std::size_t>(q.c) * cols,
           md::layout_stride::mapping(md::dextents<std::size_t, 2>(rows, cols), md::array<std::size_t, 2>{C, 1}));
-      symm::get(place, md::submdspan(symm::remote(cur, pe), inner_rows, inner_cols));
+      symm::get(place, symm::submdspan(symm::remote(cur, pe), inner_rows, inner_cols));
     }
     auto expected = serial(R, C);
     double max_diff = 0.0;

@@ -35,7 +35,7 @@ struct placement {
 //! Each PE's block: (rows + 2) x (cols + 2) points, its interior and a one-point halo frame, row-major.
 using block_extents = cuda::std::extents<int, static_cast<int>(rows) + 2, static_cast<int>(cols) + 2>;
 inline constexpr std::size_t block_size = (rows + 2) * (cols + 2);
-//! The interior's rows and columns, as cuda::std::submdspan slices them.
+//! The interior's rows and columns, as symm::submdspan (cuda::std::submdspan) slices them.
 inline constexpr cuda::std::pair<int, int> inner_rows{1, static_cast<int>(rows) + 1},
     inner_cols{1, static_cast<int>(cols) + 1};
 

@@ -1,8 +1,8 @@
 // A 2-D Jacobi stencil on the GPU, decomposed over a grid of PEs; one block per PE runs every iteration in one kernel.
 // Each PE's block is a symm::mdarray with a one-point halo frame; every halo, a contiguous row or a strided column, is
-// one block-scoped put of a cuda::std::submdspan of this PE's block into the slice of the neighbour's, then the
-// device barrier. PE 0 then gets every block's interior (strided host gets) and compares with a serial run. Run it
-// with `symmrun -n 4 --mps ./jacobi_2d_gpu`.
+// one block-scoped put of a symm::submdspan (cuda::std::submdspan) of this PE's block into the slice of the
+// neighbour's, then the device barrier. PE 0 then gets every block's interior (strided host gets) and compares with a
+// serial run. Run it with `symmrun -n 4 --mps ./jacobi_2d_gpu`.
 #include <symm/symm.hpp>
 
 #include <cooperative_groups.h>
@@ -39,15 +39,17 @@ __device__ void exchange(cg::thread_block block, symm::barrier_session<cg::threa
                          block_view buf) {
   auto u = buf.local();
   if (nb.north >= 0)
-    symm::put(block, md::submdspan(symm::remote(buf, nb.north), last_row + 1, inner_cols),
-              md::submdspan(u, 1, inner_cols));
+    symm::put(block, symm::submdspan(symm::remote(buf, nb.north), last_row + 1, inner_cols),
+              symm::submdspan(u, 1, inner_cols));
   if (nb.south >= 0)
-    symm::put(block, md::submdspan(symm::remote(buf, nb.south), 0, inner_cols), md::submdspan(u, last_row, inner_cols));
+    symm::put(block, symm::submdspan(symm::remote(buf, nb.south), 0, inner_cols),
+              symm::submdspan(u, last_row, inner_cols));
   if (nb.west >= 0)
-    symm::put(block, md::submdspan(symm::remote(buf, nb.west), inner_rows, last_col + 1),
-              md::submdspan(u, inner_rows, 1));
+    symm::put(block, symm::submdspan(symm::remote(buf, nb.west), inner_rows, last_col + 1),
+              symm::submdspan(u, inner_rows, 1));
   if (nb.east >= 0)
-    symm::put(block, md::submdspan(symm::remote(buf, nb.east), inner_rows, 0), md::submdspan(u, inner_rows, last_col));
+    symm::put(block, symm::submdspan(symm::remote(buf, nb.east), inner_rows, 0),
+              symm::submdspan(u, inner_rows, last_col));
   bar.barrier(); // the puts are complete and visible; the neighbours' have arrived here
 }
 
@@ -118,7 +120,7 @@ int main() {
       md::mdspan<double, md::dextents<std::size_t, 2>, md::layout_stride> place(
           all.data() + static_cast<std::size_t>(q.r) * rows * C + static_cast<std::size_t>(q.c) * cols,
           md::layout_stride::mapping(md::dextents<std::size_t, 2>(rows, cols), md::array<std::size_t, 2>{C, 1}));
-      symm::get(place, md::submdspan(symm::remote(result, pe), inner_rows, inner_cols));
+      symm::get(place, symm::submdspan(symm::remote(result, pe), inner_rows, inner_cols));
     }
     auto expected = serial(R, C);
     double max_diff = 0.0;

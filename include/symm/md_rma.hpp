@@ -11,6 +11,7 @@
 #include <symm/detail/device_check.hpp>
 #include <symm/detail/world_interface.hpp>
 #include <symm/error.hpp>
+#include <symm/future.hpp>
 #include <symm/group.hpp>
 #include <symm/mdarray_ref.hpp>
 #include <symm/rma.hpp>
@@ -22,7 +23,10 @@
 #endif
 
 #include <cstddef>
+#include <memory>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 SYMM_BEGIN_NAMESPACE
 
@@ -79,7 +83,7 @@ constexpr void diagnose_md_local() {
                                    "put that; each call moves data between this PE and one other");
   } else if constexpr (symmetric_object<R>) {
     static_assert(always_false<R>, "symm: put/get: a symmetric object (symm::mdarray) as the local side; pass its part "
-                                   "on this PE, grid.local(), or a cuda::std::submdspan of it");
+                                   "on this PE, grid.local(), or a symm::submdspan of it");
   } else {
     static_assert(always_false<R>, "symm: put/get of a pe_mdspan: the local side must be a cuda::std::mdspan of "
                                    "memory this PE reads and writes directly (the default accessor)");
@@ -117,9 +121,10 @@ SYMM_HOST_DEVICE constexpr void require_md_get() {
 
 //! Host: copies every element of the view that `sm` maps at src to the same index of the one `dm` maps at dst (the
 //! extents are the same) with `copy_2d(dst, dst_pitch, src, src_pitch, width, rows)` (world_interface::copy_2d's
-//! arguments), once per index of the dimensions outside the innermost two (or the innermost one, when an inner stride
-//! is not 1 on both sides: the rows are then single elements). Returns the number of 2-D copies made (0: an empty
-//! view).
+//! arguments), as few calls as the layouts allow, whichever dimension is contiguous (row- and column-major slices
+//! alike): the run is a dimension of stride 1 on both sides (else single elements), the rows another dimension whose
+//! strides on both sides are pitches of at least the run (cudaMemcpy2D's rule; else one row a call), and one call per
+//! index of the remaining dimensions. Returns the number of calls (0: an empty view).
 template <class T, class DstMapping, class SrcMapping, class Copy2d>
 std::size_t host_copy_md(T* dst, const DstMapping& dm, const T* src, const SrcMapping& sm, Copy2d&& copy_2d) {
   using extents_type = typename DstMapping::extents_type;
@@ -129,42 +134,46 @@ std::size_t host_copy_md(T* dst, const DstMapping& dm, const T* src, const SrcMa
     copy_2d(dst, sizeof(T), src, sizeof(T), sizeof(T), 1);
     return 1;
   } else {
+    const auto extent = [&](std::size_t r) { return static_cast<std::size_t>(ext.extent(r)); };
+    const auto dst_stride = [&](std::size_t r) { return static_cast<std::size_t>(dm.stride(r)); };
+    const auto src_stride = [&](std::size_t r) { return static_cast<std::size_t>(sm.stride(r)); };
     for (std::size_t r = 0; r < rank; ++r)
-      if (ext.extent(r) == 0) return 0;
+      if (extent(r) == 0) return 0;
     if (same_contiguous_order(dm, sm)) { // whole arrays, in either layout: one copy
       const std::size_t bytes = static_cast<std::size_t>(dm.required_span_size()) * sizeof(T);
       copy_2d(dst, bytes, src, bytes, bytes, 1);
       return 1;
     }
-    const std::size_t last = rank - 1;
-    const auto at_least = [](std::size_t stride, std::size_t elements) { return stride >= elements; };
-    // Rows of the innermost extent when it has stride 1 on both sides and the rows do not overlap (2-D copies need
-    // pitches of at least the width); otherwise rows of one element.
-    const bool contiguous_rows =
-        dm.stride(last) == 1 && sm.stride(last) == 1 &&
-        (rank == 1 || ext.extent(rank - 2) == 1 ||
-         (at_least(static_cast<std::size_t>(dm.stride(rank - 2)), static_cast<std::size_t>(ext.extent(last))) &&
-          at_least(static_cast<std::size_t>(sm.stride(rank - 2)), static_cast<std::size_t>(ext.extent(last)))));
-    // The 2-D copy: rows along `row_dim` (none for a contiguous rank-1 view), each `width` bytes.
-    const std::size_t width = contiguous_rows ? static_cast<std::size_t>(ext.extent(last)) * sizeof(T) : sizeof(T);
-    const std::size_t row_dim = contiguous_rows ? (rank >= 2 ? rank - 2 : rank) : last;
-    const std::size_t rows = row_dim < rank ? static_cast<std::size_t>(ext.extent(row_dim)) : 1;
+    // Dimensions of extent 1 take no part: their index is 0. `none` marks a role no dimension takes.
+    constexpr std::size_t none = rank;
+    std::size_t run = none, row = none;
+    for (std::size_t r = 0; r < rank; ++r)
+      if (extent(r) > 1 && dst_stride(r) == 1 && src_stride(r) == 1 && (run == none || extent(r) > extent(run)))
+        run = r;
+    const std::size_t width = (run == none ? 1 : extent(run)) * sizeof(T);
+    for (std::size_t r = 0; r < rank; ++r)
+      if (r != run && extent(r) > 1 && dst_stride(r) * sizeof(T) >= width && src_stride(r) * sizeof(T) >= width &&
+          (row == none || extent(r) > extent(row)))
+        row = r;
+    const std::size_t rows = row == none ? 1 : extent(row);
     // One row: its pitch is never used; the width keeps cudaMemcpy2D's rule (pitch >= width).
-    const std::size_t dst_pitch = rows > 1 ? static_cast<std::size_t>(dm.stride(row_dim)) * sizeof(T) : width;
-    const std::size_t src_pitch = rows > 1 ? static_cast<std::size_t>(sm.stride(row_dim)) * sizeof(T) : width;
-    const std::size_t outer = row_dim < rank ? row_dim : 0; // the dimensions [0, outer) are looped over
+    const std::size_t dst_pitch = row == none ? width : dst_stride(row) * sizeof(T);
+    const std::size_t src_pitch = row == none ? width : src_stride(row) * sizeof(T);
+    std::size_t loop[rank] = {}, loops = 0; // the dimensions looped over, one call per index
+    for (std::size_t r = 0; r < rank; ++r)
+      if (r != run && r != row && extent(r) > 1) loop[loops++] = r;
     std::size_t index[rank] = {};
-    for (std::size_t copies = 1;; ++copies) {
+    for (std::size_t calls = 1;; ++calls) {
       std::size_t dst_at = 0, src_at = 0;
-      for (std::size_t r = 0; r < outer; ++r) {
-        dst_at += index[r] * static_cast<std::size_t>(dm.stride(r));
-        src_at += index[r] * static_cast<std::size_t>(sm.stride(r));
+      for (std::size_t l = 0; l < loops; ++l) {
+        dst_at += index[l] * dst_stride(loop[l]);
+        src_at += index[l] * src_stride(loop[l]);
       }
       copy_2d(dst + dst_at, dst_pitch, src + src_at, src_pitch, width, rows);
-      std::size_t r = outer; // the odometer over [0, outer)
-      while (r > 0 && ++index[r - 1] == static_cast<std::size_t>(ext.extent(r - 1)))
-        index[--r] = 0;
-      if (r == 0) return copies;
+      std::size_t l = loops; // the odometer over the looped dimensions, the last fastest
+      while (l > 0 && ++index[l - 1] == extent(loop[l - 1]))
+        index[--l] = 0;
+      if (l == 0) return calls;
     }
   }
 }
@@ -176,6 +185,18 @@ void host_copy_md(world_interface& world, T* dst, const DstMapping& dm, const T*
                       [&](void* d, std::size_t dp, const void* s, std::size_t sp, std::size_t width, std::size_t rows) {
                         world.copy_2d(d, dp, s, sp, width, rows);
                       });
+}
+
+//! The non-blocking host copy of put_nbi and get_nbi: every 2-D copy of the view in one completion.
+template <class T, class DstMapping, class SrcMapping>
+std::shared_ptr<completion>
+host_copy_md_async(world_interface& world, T* dst, const DstMapping& dm, const T* src, const SrcMapping& sm) {
+  std::vector<copy_2d_spec> copies;
+  (void) host_copy_md(dst, dm, src, sm,
+                      [&](void* d, std::size_t dp, const void* s, std::size_t sp, std::size_t width, std::size_t rows) {
+                        copies.push_back({d, dp, s, sp, width, rows});
+                      });
+  return world.copy_2d_async(std::move(copies));
 }
 
 //! The stream-ordered copy of put(stream, ...) and get(stream, ...): the state of its last 2-D copy, which the stream
@@ -233,11 +254,11 @@ group_for_each_md(const Group& group, const Extents& shape, const DstMapping& dm
 } // namespace detail
 
 //! Put (host): copies the local view `source` into PE dst.pe()'s elements that `dst` views (a pe_mdspan: remote(grid,
-//! pe) or a cuda::std::submdspan of it). Complete when it returns. Extents must match: a compile error when static
+//! pe) or a symm::submdspan of it). Complete when it returns. Extents must match: a compile error when static
 //! ones differ, errc::extent_mismatch naming both shapes when dynamic ones do.
 //! \code
-//!   auto west = cuda::std::submdspan(symm::remote(grid, left), cuda::std::full_extent, nx - 1); // their last column
-//!   symm::put(west, cuda::std::submdspan(grid.local(), cuda::std::full_extent, 1));            // my first interior
+//!   auto west = symm::submdspan(symm::remote(grid, left), cuda::std::full_extent, nx - 1); // their last column
+//!   symm::put(west, symm::submdspan(grid.local(), cuda::std::full_extent, 1));            // my first interior
 //! \endcode
 template <class T, class E, class L, class U, class E2, class L2, class A2>
   requires detail::plain_accessor<A2, U>
@@ -269,6 +290,43 @@ void get(const cuda::std::mdspan<U, E2, L2, A2>& destination, const pe_mdspan<T,
   const remote_handle<T>& h = src.data_handle();
   detail::check_same_shape(src.extents(), destination.extents(), h.pe, "symm::get of a multi-dimensional view");
   detail::host_copy_md(*h.world, destination.data_handle(), destination.mapping(), h.address, src.mapping());
+}
+
+//! Non-blocking put (host): starts the copy of `source` into the elements `dst` views and returns; the data is at the
+//! target once the future's wait() (or quiet()) returns, and `source` must stay unchanged until then. Extents as for
+//! put. On a GPU heap the copies run on the world's stream, in order with its other non-blocking operations.
+template <class T, class E, class L, class U, class E2, class L2, class A2>
+  requires detail::plain_accessor<A2, U>
+[[nodiscard]] future<> put_nbi(const pe_mdspan<T, E, L>& dst, const cuda::std::mdspan<U, E2, L2, A2>& source) {
+  detail::require_md_put<T, E, U, E2>();
+  const remote_handle<T>& h = dst.data_handle();
+  detail::check_same_shape(dst.extents(), source.extents(), h.pe, "symm::put_nbi of a multi-dimensional view");
+  return future<>(
+      detail::host_copy_md_async(*h.world, h.address, dst.mapping(), source.data_handle(), source.mapping()));
+}
+
+//! Non-blocking get (host): `destination` holds the data once the future's wait() returns. Extents as for put.
+template <class U, class E2, class L2, class A2, class T, class E, class L>
+  requires detail::plain_accessor<A2, U>
+[[nodiscard]] future<> get_nbi(const cuda::std::mdspan<U, E2, L2, A2>& destination, const pe_mdspan<T, E, L>& src) {
+  detail::require_md_get<U, E2, T, E>();
+  const remote_handle<T>& h = src.data_handle();
+  detail::check_same_shape(src.extents(), destination.extents(), h.pe, "symm::get_nbi of a multi-dimensional view");
+  return future<>(detail::host_copy_md_async(
+      *h.world, destination.data_handle(), destination.mapping(), static_cast<const U*>(h.address), src.mapping()));
+}
+
+template <class T, class E, class L, class Local>
+  requires(!detail::local_mdspan<std::remove_cvref_t<Local>>)
+future<> put_nbi(const pe_mdspan<T, E, L>&, Local&&) {
+  detail::diagnose_md_local<Local>();
+  return {};
+}
+template <class Local, class T, class E, class L>
+  requires(!detail::local_mdspan<std::remove_cvref_t<Local>>)
+future<> get_nbi(Local&&, const pe_mdspan<T, E, L>&) {
+  detail::diagnose_md_local<Local>();
+  return {};
 }
 
 #if SYMM_CUDA_COMPILATION()

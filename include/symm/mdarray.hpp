@@ -30,7 +30,7 @@ SYMM_BEGIN_NAMESPACE
 //!   symm::mdarray<float, cuda::std::dextents<int, 3>> cube(world, cuda::std::dextents<int, 3>(4, 4, 4),
 //!                                                          {.zeroed = true});
 //!   auto peer = symm::remote(grid, right);                                          // a pe_mdspan
-//!   symm::put(cuda::std::submdspan(peer, cuda::std::full_extent, 0), my_last_column);
+//!   symm::put(symm::submdspan(peer, cuda::std::full_extent, 0), my_last_column);
 //! \endcode
 template <class T, class Extents, class Layout = cuda::std::layout_right>
 class mdarray {

@@ -8,6 +8,7 @@
 #include <symm/array_ref.hpp>
 #include <symm/pe_ref.hpp>
 #include <symm/remote.hpp>
+#include <symm/submdspan.hpp>
 
 #include <cuda/std/mdspan>
 
@@ -59,6 +60,14 @@ struct remote_accessor {
 //! layout is then usually layout_stride): remote(grid, pe) returns one.
 template <class T, class Extents, class Layout = cuda::std::layout_right>
 using pe_mdspan = cuda::std::mdspan<T, Extents, Layout, remote_accessor<T>>;
+
+//! A slice of another PE's copy: symm::submdspan (symm/submdspan.hpp: cuda::std::submdspan, with CCCL 3.0's wrong
+//! layout_right slices put right). An unqualified submdspan(remote(grid, pe), slices...) finds this overload through
+//! the accessor's namespace and prefers it (it is more specialised than cuda::std's).
+template <class T, class Extents, class Layout, class... Slices>
+SYMM_HOST_DEVICE constexpr auto submdspan(const pe_mdspan<T, Extents, Layout>& view, Slices... slices) {
+  return detail::standard_submdspan(view, slices...);
+}
 
 namespace detail {
 template <class M>

@@ -463,17 +463,17 @@ int grid_tag(int pe, int i, int j) {
 // after a barrier, my row 3 without its column 0 into its last row (contiguous on both sides: the vectorised path).
 // One warp gets a 3 x 4 tile of the left neighbour's copy into a column-major buffer.
 __global__ void md_halo_kernel(int_grid grid, int right) {
-  symm::put(cg::this_thread_block(), md::submdspan(symm::remote(grid, right), md::full_extent, 0),
-            md::submdspan(grid.local(), md::full_extent, 7));
+  symm::put(cg::this_thread_block(), symm::submdspan(symm::remote(grid, right), md::full_extent, 0),
+            symm::submdspan(grid.local(), md::full_extent, 7));
 }
 __global__ void md_row_kernel(int_grid grid, int right) {
   const int last = grid.extent(0) - 1, cols = grid.extent(1);
-  symm::put(cg::this_thread_block(), md::submdspan(symm::remote(grid, right), last, md::pair{1, cols}),
-            md::submdspan(grid.local(), 3, md::pair{1, cols}));
+  symm::put(cg::this_thread_block(), symm::submdspan(symm::remote(grid, right), last, md::pair{1, cols}),
+            symm::submdspan(grid.local(), 3, md::pair{1, cols}));
 }
 __global__ void md_tile_kernel(int_grid grid, int left, int* tile) {
   md::mdspan<int, md::dextents<int, 2>, md::layout_left> out(tile, 3, 4);
-  auto from = md::submdspan(symm::remote(grid, left), md::pair{1, 4}, md::pair{2, 6});
+  auto from = symm::submdspan(symm::remote(grid, left), md::pair{1, 4}, md::pair{2, 6});
   if (threadIdx.x < 32) symm::get_nbi(cg::tiled_partition<32>(cg::this_thread_block()), out, from).wait();
 }
 } // namespace
@@ -531,12 +531,12 @@ TEST_CASE("mdarray on the GPU heap: strided device put and get of a column and a
       std::vector<int> row(cols);
       for (int j = 0; j < cols; ++j)
         row[static_cast<std::size_t>(j)] = -(me * 100 + j);
-      symm::put(md::submdspan(symm::remote(grid, right), 5, md::full_extent),
+      symm::put(symm::submdspan(symm::remote(grid, right), 5, md::full_extent),
                 md::mdspan<const int, md::dextents<int, 1>>(row.data(), cols));
       world.barrier();
       std::vector<int> column(rows);
       symm::get(md::mdspan<int, md::dextents<int, 1>>(column.data(), rows),
-                md::submdspan(symm::remote(grid, left), md::full_extent, cols - 1));
+                symm::submdspan(symm::remote(grid, left), md::full_extent, cols - 1));
       const int left_of_left = (left + pes - 1) % pes;
       for (int i = 0; i < rows; ++i)
         PE_REQUIRE_EQ(column[static_cast<std::size_t>(i)],
@@ -549,13 +549,13 @@ TEST_CASE("mdarray on the GPU heap: strided device put and get of a column and a
       cudaStream_t stream = nullptr;
       GPU_CHECK(cudaStreamCreate(&stream));
       std::vector<int> corner{me, me + 1, me + 2, me + 3, me + 4, me + 5};
-      symm::put(stream, md::submdspan(symm::remote(grid, right), md::pair{0, 2}, md::pair{cols - 3, cols}),
+      symm::put(stream, symm::submdspan(symm::remote(grid, right), md::pair{0, 2}, md::pair{cols - 3, cols}),
                 md::mdspan<const int, md::extents<int, 2, 3>>(corner.data()))
           .wait();
       world.barrier();
       std::vector<int> back(6);
       symm::get(stream, md::mdspan<int, md::dextents<int, 2>, md::layout_left>(back.data(), 2, 3),
-                md::submdspan(symm::remote(grid, me), md::pair{0, 2}, md::pair{cols - 3, cols}))
+                symm::submdspan(symm::remote(grid, me), md::pair{0, 2}, md::pair{cols - 3, cols}))
           .wait();
       GPU_CHECK(cudaStreamDestroy(stream));
       for (int i = 0; i < 2; ++i)

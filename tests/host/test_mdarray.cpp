@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../pe_check.hpp"
@@ -68,8 +69,8 @@ TEST_CASE("mdarray: strided put and get of a row, a column and a tile of another
     world.barrier();
 
     // Column 0 of my right neighbour gets my column 7 (the halo of a Jacobi sweep): strided on both sides.
-    auto their_first = md::submdspan(symm::remote(grid, right), md::full_extent, 0);
-    symm::put(their_first, md::submdspan(grid.local(), md::full_extent, 7));
+    auto their_first = symm::submdspan(symm::remote(grid, right), md::full_extent, 0);
+    symm::put(their_first, symm::submdspan(grid.local(), md::full_extent, 7));
     world.barrier();
     for (int i = 0; i < 6; ++i)
       PE_REQUIRE_EQ(grid.local()(i, 0), tag(left, i, 7));
@@ -80,7 +81,7 @@ TEST_CASE("mdarray: strided put and get of a row, a column and a tile of another
     std::vector<int> row(9);
     for (int j = 0; j < 9; ++j)
       row[static_cast<std::size_t>(j)] = -(me * 100 + j);
-    symm::put(md::submdspan(symm::remote(grid, right), 5, md::full_extent),
+    symm::put(symm::submdspan(symm::remote(grid, right), 5, md::full_extent),
               md::mdspan<const int, md::dextents<int, 1>>(row.data(), 9));
     world.barrier();
     for (int j = 0; j < 9; ++j)
@@ -89,7 +90,7 @@ TEST_CASE("mdarray: strided put and get of a row, a column and a tile of another
     // A 3 x 4 tile of the left neighbour, got into a column-major buffer (a transposing layout on the local side).
     std::vector<int> tile(12);
     md::mdspan<int, md::dextents<int, 2>, md::layout_left> tile_view(tile.data(), 3, 4);
-    symm::get(tile_view, md::submdspan(symm::remote(grid, left), md::pair{1, 4}, md::pair{2, 6}));
+    symm::get(tile_view, symm::submdspan(symm::remote(grid, left), md::pair{1, 4}, md::pair{2, 6}));
     for (int i = 0; i < 3; ++i)
       for (int j = 0; j < 4; ++j)
         PE_REQUIRE_EQ(tile[static_cast<std::size_t>(i + 3 * j)], tag(left, 1 + i, 2 + j));
@@ -97,7 +98,7 @@ TEST_CASE("mdarray: strided put and get of a row, a column and a tile of another
     // A column got into a contiguous vector.
     std::vector<int> column(6);
     symm::get(md::mdspan<int, md::dextents<int, 1>>(column.data(), 6),
-              md::submdspan(symm::remote(grid, left), md::full_extent, 8));
+              symm::submdspan(symm::remote(grid, left), md::full_extent, 8));
     for (int i = 0; i < 6; ++i)
       PE_REQUIRE_EQ(column[static_cast<std::size_t>(i)], i == 5 ? -(((left + n - 1) % n) * 100 + 8) : tag(left, i, 8));
     world.barrier();
@@ -111,7 +112,7 @@ TEST_CASE("mdarray: layout_left, three dimensions, static extents and rank 0", "
     symm::mdarray<double, md::dextents<long, 2>, md::layout_left> cm(world, 4L, 3L);
     PE_REQUIRE(cm.local().stride(0) == 1 && cm.local().stride(1) == 4);
     std::vector<double> col{1.5, 2.5, 3.5, 4.5 + me};
-    symm::put(md::submdspan(symm::remote(cm, other), md::full_extent, 2),
+    symm::put(symm::submdspan(symm::remote(cm, other), md::full_extent, 2),
               md::mdspan<const double, md::dextents<long, 1>>(col.data(), 4L));
     world.barrier();
     PE_REQUIRE(cm.local()(3, 2) == 4.5 + other && cm.local()(0, 2) == 1.5);
@@ -121,7 +122,7 @@ TEST_CASE("mdarray: layout_left, three dimensions, static extents and rank 0", "
     std::vector<int> face(20);
     for (std::size_t v = 0; v < face.size(); ++v)
       face[v] = me * 100 + static_cast<int>(v);
-    symm::put(md::submdspan(symm::remote(cube, other), md::full_extent, md::full_extent, 1),
+    symm::put(symm::submdspan(symm::remote(cube, other), md::full_extent, md::full_extent, 1),
               md::mdspan<const int, md::dextents<int, 2>>(face.data(), 4, 5));
     world.barrier();
     for (int i = 0; i < 4; ++i)
@@ -139,7 +140,7 @@ TEST_CASE("mdarray: layout_left, three dimensions, static extents and rank 0", "
     world.barrier();
     int corner[4];
     symm::get(md::mdspan<int, md::extents<int, 2, 2>>(corner),
-              md::submdspan(symm::remote(fixed, other), md::pair{2, 4}, md::pair{2, 4}));
+              symm::submdspan(symm::remote(fixed, other), md::pair{2, 4}, md::pair{2, 4}));
     PE_REQUIRE(corner[0] == tag(other, 2, 2) && corner[3] == tag(other, 3, 3));
 
     // Rank 0: one element.
@@ -148,6 +149,72 @@ TEST_CASE("mdarray: layout_left, three dimensions, static extents and rank 0", "
     symm::put(symm::remote(one, other), md::mdspan<const int, md::extents<int>>(&seven));
     world.barrier();
     PE_REQUIRE_EQ(one.local()(), 7 + other);
+    world.barrier();
+  }));
+}
+
+TEST_CASE("mdarray: put_nbi and get_nbi of strided views, small and large", "[mdarray][rma][nbi]") {
+  REQUIRE_NOTHROW(on_pes(2, [](symm::world& world) {
+    const int me = world.my_pe(), other = 1 - me;
+    // 8 x 256 x 64 ints; a put of its 8 x 256 x 48 block (384 KiB, above the size the host backend copies at once) is
+    // 8 2-D copies of 256 rows of 48 ints, done by the world's copy thread or by wait().
+    using cube3 = symm::mdarray<int, md::dextents<int, 3>>;
+    cube3 cube(world, md::dextents<int, 3>(8, 256, 64), {.zeroed = true});
+    const auto value = [](int pe, int i, int j, int k) { return pe * 10000000 + i * 100000 + j * 100 + k; };
+    std::vector<int> block(8 * 256 * 48);
+    md::mdspan<int, md::dextents<int, 3>> block_view(block.data(), 8, 256, 48);
+    for (int i = 0; i < 8; ++i)
+      for (int j = 0; j < 256; ++j)
+        for (int k = 0; k < 48; ++k)
+          block_view(i, j, k) = value(me, i, j, k);
+    const auto their_block = [&](int pe) {
+      return symm::submdspan(symm::remote(cube, pe), md::full_extent, md::full_extent, md::pair{0, 48});
+    };
+    symm::future<> put = symm::put_nbi(their_block(other), md::mdspan<const int, md::dextents<int, 3>>(block_view));
+    put.wait();
+    PE_REQUIRE(put.ready());
+    world.barrier();
+    for (int i = 0; i < 8; ++i)
+      for (int j = 0; j < 256; j += 51)
+        for (int k = 0; k < 64; k += 7)
+          PE_REQUIRE_EQ(cube.local()(i, j, k), k < 48 ? value(other, i, j, k) : 0);
+
+    // The same block got back into a column-major buffer: no dimension is contiguous on both sides, so 384 copies of
+    // single elements, one job.
+    std::vector<int> back(block.size(), -1);
+    md::mdspan<int, md::dextents<int, 3>, md::layout_left> back_view(back.data(), 8, 256, 48);
+    symm::future<> get = symm::get_nbi(back_view, their_block(other));
+    get.wait();
+    for (int i = 0; i < 8; ++i)
+      for (int j = 0; j < 256; j += 17)
+        for (int k = 0; k < 48; k += 5)
+          PE_REQUIRE_EQ(back_view(i, j, k), value(me, i, j, k)); // my block, which the other PE holds
+
+    // Small (copied at once): a column each way, and an empty tile.
+    world.barrier();
+    std::vector<int> column(8);
+    for (int i = 0; i < 8; ++i)
+      column[static_cast<std::size_t>(i)] = -(me * 10 + i);
+    symm::put_nbi(symm::submdspan(symm::remote(cube, other), md::full_extent, 5, 60),
+                  md::mdspan<const int, md::dextents<int, 1>>(column.data(), 8))
+        .wait();
+    world.barrier();
+    std::vector<int> got(8);
+    symm::get_nbi(md::mdspan<int, md::dextents<int, 1>>(got.data(), 8),
+                  symm::submdspan(symm::remote(cube, me), md::full_extent, 5, 60))
+        .wait();
+    for (int i = 0; i < 8; ++i)
+      PE_REQUIRE_EQ(got[static_cast<std::size_t>(i)], -(other * 10 + i));
+    symm::future<> empty = symm::put_nbi(symm::submdspan(symm::remote(cube, other), md::pair{0, 0}, 1, md::full_extent),
+                                         md::mdspan<const int, md::dextents<int, 2>>(column.data(), 0, 64));
+    PE_REQUIRE(empty.ready());
+    PE_REQUIRE_ERROR(
+        (void) symm::put_nbi(symm::submdspan(symm::remote(cube, other), 1, 1, md::full_extent),
+                             md::mdspan<const int, md::dextents<int, 1>>(column.data(), 8)),
+        symm::errc::extent_mismatch,
+        fmt::format("symm::put_nbi of a multi-dimensional view: the remote side on PE {} has extents (64) "
+                    "but the local side has (8)",
+                    other));
     world.barrier();
   }));
 }
@@ -172,16 +239,60 @@ TEST_CASE("mdarray: bad extents, shapes that differ between PEs or between the s
     std::vector<int> five(5);
     const auto right = (me + 1) % world.n_pes();
     PE_REQUIRE_ERROR(
-        symm::put(md::submdspan(symm::remote(grid, right), 1, md::full_extent),
+        symm::put(symm::submdspan(symm::remote(grid, right), 1, md::full_extent),
                   md::mdspan<const int, md::dextents<int, 1>>(five.data(), 5)),
         symm::errc::extent_mismatch,
         fmt::format("symm::put of a multi-dimensional view: the remote side on PE {} has extents (6) but "
                     "the local side has (5)",
                     right));
     PE_REQUIRE_ERROR(symm::get(md::mdspan<int, md::dextents<int, 2>>(five.data(), 1, 5),
-                               md::submdspan(symm::remote(grid, right), md::pair{0, 2}, md::pair{0, 2})),
+                               symm::submdspan(symm::remote(grid, right), md::pair{0, 2}, md::pair{0, 2})),
                      symm::errc::extent_mismatch, "has extents (2, 2) but the local side has (1, 5)");
     PE_REQUIRE_ERROR((void) symm::remote(grid, 3), symm::errc::invalid_pe, "3");
+    world.barrier();
+  }));
+}
+
+TEST_CASE("symm::submdspan: a row-major grid's first columns keep the grid's strides", "[mdarray]") {
+  std::vector<int> cells(6 * 9 * 4);
+  for (std::size_t v = 0; v < cells.size(); ++v)
+    cells[v] = static_cast<int>(v);
+  md::mdspan<int, md::dextents<int, 2>> g(cells.data(), 6, 9);
+  // The slicing CCCL 3.0's cuda::std::submdspan returns as layout_right with strides (4, 1).
+  auto first = symm::submdspan(g, md::full_extent, md::pair{0, 4});
+  STATIC_REQUIRE(decltype(first)::rank() == 2);
+  CHECK((first.extent(0) == 6 && first.extent(1) == 4 && first.stride(0) == 9 && first.stride(1) == 1));
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 4; ++j)
+      CHECK(&first(i, j) == &g(i, j));
+  auto last = symm::submdspan(g, md::full_extent, md::pair{5, 9});
+  CHECK((&last(0, 0) == &g(0, 5) && &last(5, 3) == &g(5, 8)));
+  md::mdspan<int, md::dextents<int, 3>> cube(cells.data(), 4, 6, 9);
+  auto block = symm::submdspan(cube, md::full_extent, md::full_extent, md::pair{2, 5});
+  CHECK((&block(3, 5, 2) == &cube(3, 5, 4) && block.stride(0) == 54 && block.stride(1) == 9));
+  // Every other slicing is cuda::std::submdspan's, type and all.
+  STATIC_REQUIRE(std::is_same_v<decltype(symm::submdspan(g, md::pair{1, 3}, md::full_extent)),
+                                decltype(md::submdspan(g, md::pair{1, 3}, md::full_extent))>);
+  STATIC_REQUIRE(
+      std::is_same_v<decltype(symm::submdspan(g, md::full_extent, 2)), decltype(md::submdspan(g, md::full_extent, 2))>);
+  STATIC_REQUIRE(
+      std::is_same_v<decltype(symm::submdspan(g, md::full_extent, md::full_extent))::layout_type, md::layout_right>);
+  md::mdspan<int, md::dextents<int, 2>, md::layout_left> cm(cells.data(), 9, 6);
+  STATIC_REQUIRE(std::is_same_v<decltype(symm::submdspan(cm, md::full_extent, md::pair{0, 4})),
+                                decltype(md::submdspan(cm, md::full_extent, md::pair{0, 4}))>);
+  // Another PE's copy: an unqualified call finds symm's overload.
+  REQUIRE_NOTHROW(on_pes(2, [](symm::world& world) {
+    grid2 grid(world, 6, 9);
+    fill(grid.local(), world.my_pe());
+    world.barrier();
+    const int other = 1 - world.my_pe();
+    auto theirs = submdspan(symm::remote(grid, other), md::full_extent, md::pair{0, 4});
+    static_assert(std::is_same_v<decltype(theirs)::layout_type, md::layout_stride>);
+    std::vector<int> got(6 * 4);
+    symm::get(md::mdspan<int, md::dextents<int, 2>>(got.data(), 6, 4), theirs);
+    for (int i = 0; i < 6; ++i)
+      for (int j = 0; j < 4; ++j)
+        PE_REQUIRE_EQ(got[static_cast<std::size_t>(i * 4 + j)], tag(other, i, j));
     world.barrier();
   }));
 }
@@ -204,7 +315,7 @@ TEST_CASE("strided copies split into 2-D copies whose pitches cudaMemcpy2D accep
 
   // A row as a 1 x 9 view into a column-major 1 x 9 buffer (strides (9, 1) against (1, 1)): one row, pitches = width.
   md::mdspan<int, md::dextents<int, 2>, md::layout_left> row_cm(out.data(), 1, 9);
-  auto row = md::submdspan(g, md::pair{2, 3}, md::full_extent);
+  auto row = symm::submdspan(g, md::pair{2, 3}, md::full_extent);
   CHECK(symm::detail::host_copy_md(out.data(), row_cm.mapping(), grid.data() + 18, row.mapping(), copy_2d) == 1);
   CHECK((calls.back().width == 36 && calls.back().rows == 1 && calls.back().dst_pitch == 36 &&
          calls.back().src_pitch == 36));
@@ -221,7 +332,7 @@ TEST_CASE("strided copies split into 2-D copies whose pitches cudaMemcpy2D accep
   // A column: rows of one element, the source's pitch a row of the grid.
   calls.clear();
   std::fill(out.begin(), out.end(), -1);
-  auto column = md::submdspan(g, md::full_extent, 4);
+  auto column = symm::submdspan(g, md::full_extent, 4);
   md::mdspan<int, md::dextents<int, 1>> dense(out.data(), 6);
   CHECK(symm::detail::host_copy_md(out.data(), dense.mapping(), grid.data() + 4, column.mapping(), copy_2d) == 1);
   CHECK((calls[0].width == 4 && calls[0].rows == 6 && calls[0].src_pitch == 36 && calls[0].dst_pitch == 4));
@@ -230,8 +341,37 @@ TEST_CASE("strided copies split into 2-D copies whose pitches cudaMemcpy2D accep
   // Rows that overlap in the destination (a layout_stride whose row stride is shorter than a row): element copies.
   calls.clear();
   md::layout_stride::mapping<md::dextents<int, 2>> overlapping(md::dextents<int, 2>(2, 4), md::array<int, 2>{2, 1});
-  auto tile = md::submdspan(g, md::pair{0, 2}, md::pair{0, 4});
+  auto tile = symm::submdspan(g, md::pair{0, 2}, md::pair{0, 4});
   (void) symm::detail::host_copy_md(out.data(), overlapping, grid.data(), tile.mapping(), copy_2d);
   for (const call& c : calls)
     CHECK((c.dst_pitch >= c.width && c.src_pitch >= c.width));
+
+  // A tile of a column-major grid into a dense column-major buffer: its columns are the contiguous runs, so one 2-D
+  // copy of 3 runs of 5 elements, not an element a row (strides (1, 9) against (1, 5)).
+  calls.clear();
+  std::fill(out.begin(), out.end(), -1);
+  md::mdspan<int, md::dextents<int, 2>, md::layout_left> cm(grid.data(), 9, 6);
+  auto cm_tile = symm::submdspan(cm, md::pair{2, 7}, md::pair{1, 4});
+  md::mdspan<int, md::dextents<int, 2>, md::layout_left> cm_out(out.data(), 5, 3);
+  CHECK(symm::detail::host_copy_md(out.data(), cm_out.mapping(), cm_tile.data_handle(), cm_tile.mapping(), copy_2d) ==
+        1);
+  CHECK((calls[0].width == 20 && calls[0].rows == 3 && calls[0].src_pitch == 36 && calls[0].dst_pitch == 20));
+  for (int j = 0; j < 3; ++j)
+    for (int i = 0; i < 5; ++i)
+      CHECK(cm_out(i, j) == cm(i + 2, j + 1));
+
+  // A 3-D block of a column-major 4 x 5 x 3 array into a row-major buffer: no dimension has stride 1 on both sides,
+  // so single elements; the rows go along the longest dimension (5) and one call per index of the other two.
+  calls.clear();
+  std::vector<int> cube(4 * 5 * 3), cube_out(cube.size(), -1);
+  for (std::size_t v = 0; v < cube.size(); ++v)
+    cube[v] = static_cast<int>(v);
+  md::mdspan<int, md::dextents<int, 3>, md::layout_left> c_in(cube.data(), 4, 5, 3);
+  md::mdspan<int, md::dextents<int, 3>> c_out(cube_out.data(), 4, 5, 3);
+  CHECK(symm::detail::host_copy_md(cube_out.data(), c_out.mapping(), cube.data(), c_in.mapping(), copy_2d) == 4 * 3);
+  CHECK((calls[0].width == 4 && calls[0].rows == 5 && calls[0].src_pitch == 16 && calls[0].dst_pitch == 12));
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 5; ++j)
+      for (int k = 0; k < 3; ++k)
+        CHECK(c_out(i, j, k) == c_in(i, j, k));
 }

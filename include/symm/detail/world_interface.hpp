@@ -12,12 +12,14 @@
 #include <symm/detail/atomic_codes.hpp>
 #include <symm/detail/completion.hpp>
 #include <symm/detail/config.hpp>
+#include <symm/detail/copy_2d.hpp>
 #include <symm/error.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 SYMM_BEGIN_NAMESPACE
 
@@ -70,6 +72,8 @@ public:
                     std::size_t width, std::size_t rows, const char* what) = 0;
   //! Non-blocking copy; the completion turns ready when the bytes are in place.
   virtual std::shared_ptr<completion> copy_async(void* dst, const void* src, std::size_t bytes) = 0;
+  //! Non-blocking copy_2d of each of `copies` (a strided put_nbi or get_nbi): one completion for all of them.
+  virtual std::shared_ptr<completion> copy_2d_async(std::vector<copy_2d_spec> copies) = 0;
   //! A copy ordered on `stream` (a cudaStream_t) on the CUDA backend; `what` names the symm call, for errors.
   virtual stream_state copy_on_stream(void* stream, void* dst, const void* src, std::size_t bytes, const char* what) = 0;
 

@@ -614,9 +614,7 @@ public:
 #if SYMM_CUDA_BACKEND()
     if (cuda_) return cuda_->copy_2d(dst, dst_pitch, src, src_pitch, width, rows);
 #endif
-    for (std::size_t r = 0; r < rows; ++r)
-      std::memmove(static_cast<std::byte*>(dst) + r * dst_pitch, static_cast<const std::byte*>(src) + r * src_pitch,
-                   width);
+    copy_rows({dst, dst_pitch, src, src_pitch, width, rows});
   }
 
   //! Non-blocking copy; the completion turns ready when the bytes are in place.
@@ -635,6 +633,26 @@ public:
       return completed();
     }
     return engine_->submit(dst, src, bytes);
+  }
+
+  std::shared_ptr<completion> copy_2d_async(std::vector<copy_2d_spec> copies) override {
+    std::size_t bytes = 0;
+    for (const copy_2d_spec& c : copies)
+      bytes += c.bytes();
+    if (bytes == 0) return completed();
+#if SYMM_CUDA_BACKEND()
+    if (cuda_) return cuda_->copy_2d_async(copies);
+#endif
+    if (!engine_) {
+      SYMM_THROW(errc::finalized, "PE {}: a non-blocking strided copy of {} bytes after the world's finalize", my_pe(),
+                 bytes);
+    }
+    if (bytes <= host_inline_copy_bytes) { // as copy_async
+      for (const copy_2d_spec& c : copies)
+        copy_rows(c);
+      return completed();
+    }
+    return engine_->submit(std::move(copies));
   }
 
   stream_state copy_2d_on_stream(void* stream, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,

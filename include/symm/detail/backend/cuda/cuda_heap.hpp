@@ -12,6 +12,7 @@
 #include <symm/detail/bootstrap/bootstrap.hpp>
 #include <symm/detail/collective_tuning.hpp>
 #include <symm/detail/completion.hpp>
+#include <symm/detail/copy_2d.hpp>
 #include <symm/detail/device_choice.hpp>
 #include <symm/detail/device_wait.hpp>
 #include <symm/detail/env.hpp>
@@ -293,6 +294,14 @@ public:
   std::shared_ptr<completion> copy_async(void* dst, const void* src, std::size_t bytes) {
     enqueue_copy(stream_, dst, src, bytes);
     return std::make_shared<stream_completion>(own_stream_operation("a non-blocking copy"));
+  }
+
+  //! The 2-D copies of a non-blocking strided put or get on symm's own stream: one completion, the stream's order
+  //! making the last copy's the whole list's.
+  std::shared_ptr<completion> copy_2d_async(const std::vector<copy_2d_spec>& copies) {
+    for (const copy_2d_spec& c : copies)
+      enqueue_copy_2d(stream_, c.dst, c.dst_pitch, c.src, c.src_pitch, c.width, c.rows);
+    return std::make_shared<stream_completion>(own_stream_operation("a non-blocking strided copy"));
   }
 
   //! A copy ordered on the caller's stream; its completion follows the stream (stream_operation, `what` names the

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <symm/detail/completion.hpp>
+#include <symm/detail/copy_2d.hpp>
 
 #include <atomic>
 #include <condition_variable>
@@ -11,16 +12,23 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
+#include <vector>
 
 SYMM_BEGIN_NAMESPACE
 namespace detail {
 
-//! One queued copy, and its completion. Whoever claims it first does it: the worker, or a thread that waits for it
-//! before the worker got to it, which then copies it itself rather than sleep through two hand-overs (a wake-up of the
-//! worker and one back, 5-45 us each: a 2 MiB put_nbi waited at once cost twice a blocking put).
+//! One queued copy (a flat one, or the 2-D copies of one strided put or get), and its completion. Whoever claims it
+//! first does it: the worker, or a thread that waits for it before the worker got to it, which then copies it itself
+//! rather than sleep through two hand-overs (a wake-up of the worker and one back, 5-45 us each: a 2 MiB put_nbi waited
+//! at once cost twice a blocking put).
 class copy_job final : public completion {
 public:
-  copy_job(void* dst, const void* src, std::size_t bytes) noexcept : dst_(dst), src_(src), bytes_(bytes) {}
+  copy_job(void* dst, const void* src, std::size_t bytes) noexcept : first_{dst, bytes, src, bytes, bytes, 1} {}
+  //! `copies` is not empty.
+  explicit copy_job(std::vector<copy_2d_spec> copies) noexcept : first_(copies.front()), rest_(std::move(copies)) {
+    rest_.erase(rest_.begin());
+  }
   bool ready() override { return state_.load(std::memory_order_acquire) == done; }
   void wait() override {
     if (claim()) return;
@@ -31,7 +39,9 @@ public:
   bool claim() noexcept {
     int expected = queued;
     if (!state_.compare_exchange_strong(expected, running, std::memory_order_acq_rel)) return false;
-    std::memmove(dst_, src_, bytes_);
+    copy_rows(first_);
+    for (const copy_2d_spec& c : rest_)
+      copy_rows(c);
     state_.store(done, std::memory_order_release);
     state_.notify_all();
     return true;
@@ -39,9 +49,8 @@ public:
 
 private:
   static constexpr int queued = 0, running = 1, done = 2;
-  void* dst_;
-  const void* src_;
-  std::size_t bytes_;
+  copy_2d_spec first_;             // a flat copy is one row, kept here: no allocation
+  std::vector<copy_2d_spec> rest_; // a strided copy's others
   std::atomic<int> state_{queued};
 };
 
@@ -61,7 +70,21 @@ public:
 
   //! Queues a copy; the returned completion turns ready once the bytes are in place.
   std::shared_ptr<completion> submit(void* dst, const void* src, std::size_t bytes) {
-    auto job = std::make_shared<copy_job>(dst, src, bytes);
+    return enqueue(std::make_shared<copy_job>(dst, src, bytes));
+  }
+  //! Queues the 2-D copies of one strided put or get (not empty) as one job.
+  std::shared_ptr<completion> submit(std::vector<copy_2d_spec> copies) {
+    return enqueue(std::make_shared<copy_job>(std::move(copies)));
+  }
+
+  //! Returns when every copy submitted so far is complete.
+  void drain() {
+    std::unique_lock lock(mutex_);
+    idle_.wait(lock, [&] { return pending_ == 0; });
+  }
+
+private:
+  std::shared_ptr<completion> enqueue(std::shared_ptr<copy_job> job) {
     {
       std::lock_guard lock(mutex_);
       if (!worker_.joinable()) worker_ = std::thread([this] { run(); });
@@ -72,13 +95,6 @@ public:
     return job;
   }
 
-  //! Returns when every copy submitted so far is complete.
-  void drain() {
-    std::unique_lock lock(mutex_);
-    idle_.wait(lock, [&] { return pending_ == 0; });
-  }
-
-private:
   void run() {
     std::unique_lock lock(mutex_);
     for (;;) {
