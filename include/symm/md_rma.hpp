@@ -228,7 +228,8 @@ device_check_same_shape(const RemoteExtents& remote, const LocalExtents& local, 
 template <class Group, class Extents, class DstMapping, class SrcMapping, class Move>
 SYMM_DEVICE SYMM_FORCEINLINE void
 group_for_each_md(const Group& group, const Extents& shape, const DstMapping& dm, const SrcMapping& sm, Move&& move) {
-  using index_type = typename Extents::index_type;
+  // Unsigned: extents are never negative, and a signed index would be sign-extended (and divided signed) per element.
+  using index_type = std::make_unsigned_t<typename Extents::index_type>;
   constexpr std::size_t rank = Extents::rank();
   std::size_t n = 1;
   for (std::size_t r = 0; r < rank; ++r)
@@ -239,8 +240,9 @@ group_for_each_md(const Group& group, const Extents& shape, const DstMapping& dm
     if constexpr (rank > 0) {
       auto rest = static_cast<index_type>(k);
       for (std::size_t r = rank - 1; r > 0; --r) { // the first index needs no division: k < n
-        const index_type e = shape.extent(r), i = rest % e;
-        rest /= e;
+        const auto e = static_cast<index_type>(shape.extent(r));
+        const auto i = static_cast<index_type>(rest % e);
+        rest = static_cast<index_type>(rest / e);
         dst_at += static_cast<std::size_t>(i) * static_cast<std::size_t>(dm.stride(r));
         src_at += static_cast<std::size_t>(i) * static_cast<std::size_t>(sm.stride(r));
       }

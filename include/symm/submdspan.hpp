@@ -1,12 +1,12 @@
 // symm/submdspan.hpp: symm::submdspan, cuda::std::submdspan with the slices of layout_right views that CCCL 3.0 (CUDA
 // 13.0) gets wrong put right. There, cutting a layout_right mdspan with full_extent in every dimension but the last and
 // a sub-range in the last, e.g. submdspan(grid, full_extent, pair{0, 4}) (the first 4 columns), returns a layout_right
-// mapping of the sub-extents: strides (4, 1) where the elements are (9, 1) apart in a 6 x 9 grid, so every row after the
-// first reads or writes the wrong elements, silently (CCCL's __can_layout_right walks the slices as __can_layout_left
-// does; NVIDIA/cccl pull request 11544 fixes it). symm::submdspan returns cuda::std::submdspan's view for every other
-// slicing, and for that one the same elements with the source's strides (layout_stride), for any accessor: local
-// mdspans and pe_mdspans alike. Use it (or an unqualified submdspan on a pe_mdspan, which finds it) wherever a view's
-// last slice is a sub-range.
+// mapping of the sub-extents: strides (4, 1) where the elements are (9, 1) apart in a 6 x 9 grid, so every row after
+// the first reads or writes the wrong elements, silently (CCCL's __can_layout_right walks the slices as
+// __can_layout_left does; NVIDIA/cccl pull request 11544 fixes it). symm::submdspan returns cuda::std::submdspan's view
+// for every other slicing, and for that one the same elements with the source's strides (layout_stride), for any
+// accessor: local mdspans and pe_mdspans alike. Use it (or an unqualified submdspan on a pe_mdspan, which finds it)
+// wherever a view's last slice is a sub-range.
 #pragma once
 
 #include <symm/detail/config.hpp>
@@ -33,8 +33,9 @@ inline constexpr bool last_slice_is_full<Slices...> =
 //! converted to full_extent), so the result's dimension r is the source's dimension r.
 template <class SourceLayout, class ResultLayout, std::size_t result_rank, class... Slices>
 inline constexpr bool wrong_layout_right_slice =
-    std::is_same_v<SourceLayout, cuda::std::layout_right> && std::is_same_v<ResultLayout, cuda::std::layout_right> &&
-    result_rank >= 2 && sizeof...(Slices) == result_rank && !last_slice_is_full<Slices...>;
+    std::is_same_v<SourceLayout, cuda::std::layout_right>&& std::is_same_v<ResultLayout, cuda::std::layout_right>&&
+            result_rank >= 2 &&
+    sizeof...(Slices) == result_rank && !last_slice_is_full<Slices...>;
 } // namespace detail
 
 namespace detail {
@@ -60,7 +61,8 @@ standard_submdspan(const cuda::std::mdspan<T, Extents, Layout, Accessor>& view, 
 //! as a layout_stride view of the same elements. (symm/mdarray_ref.hpp adds the pe_mdspan overload that an unqualified
 //! call finds.)
 template <class T, class Extents, class Layout, class Accessor, class... Slices>
-SYMM_HOST_DEVICE constexpr auto submdspan(const cuda::std::mdspan<T, Extents, Layout, Accessor>& view, Slices... slices) {
+SYMM_HOST_DEVICE constexpr auto
+submdspan(const cuda::std::mdspan<T, Extents, Layout, Accessor>& view, Slices... slices) {
   return detail::standard_submdspan(view, slices...);
 }
 

@@ -351,3 +351,19 @@ extern "C" __global__ void stream_barrier_round_inline(
   raw_stream_round([&](int i, int) { return flags.area[i]; }, start, stride, n, my_index, world_me, world_n,
                    flags.offset);
 }
+
+// A column of a rows x cols row-major grid, written by hand: element i is cols elements after element i - 1 on both
+// sides; a column that is one contiguous run (cols == 1, or one row) goes through the vector copy, as symm's does.
+extern "C" __global__ void md_column_put(void* const* peers, std::size_t offset_bytes, int pe, int n_pes, float* local,
+                                         int rows, int cols, int to, int from) {
+  check_pe(pe, n_pes);
+  float* dst = at<float>(peers, pe, offset_bytes) + to;
+  const float* src = local + from;
+  auto block = cg::this_thread_block();
+  if (cols == 1 || rows <= 1) {
+    block_copy(block.thread_rank(), block.num_threads(), dst, src, static_cast<std::size_t>(rows) * sizeof(float));
+    return;
+  }
+  for (std::size_t i = block.thread_rank(); i < static_cast<std::size_t>(rows); i += block.num_threads())
+    dst[i * static_cast<std::size_t>(cols)] = src[i * static_cast<std::size_t>(cols)];
+}

@@ -11,6 +11,8 @@
 // (ST/LD instead of STG/LDG) in p_loop, g_loop, single_* and scalar_p, in the raw kernels exactly as in symm's.
 #include <symm/barrier.hpp>
 #include <symm/collectives.hpp>
+#include <symm/md_rma.hpp>
+#include <symm/mdarray_ref.hpp>
 #include <symm/ordering.hpp>
 #include <symm/remote.hpp>
 #include <symm/rma.hpp>
@@ -111,4 +113,13 @@ extern "C" __global__ void stream_barrier_round(symm::team_ref t, symm::detail::
 extern "C" __global__ void stream_barrier_round_inline(symm::team_ref t, symm::detail::collective_flags flags) {
   if (!flags.inlined) return; // the table path, dead below
   symm::detail::collective_flags_round(cg::this_thread_block(), t, flags, 0);
+}
+
+// (12) a column put of a row-major grid (NVSHMEM's iput): symm::submdspan of another PE's copy and of the local one,
+// one block, every element once, strided on both sides. A column that is one contiguous run (a grid of one column, or
+// of one row) takes the vector copy, in both kernels: the loop compared is the strided one.
+extern "C" __global__ void
+md_column_put(symm::mdarray_ref<float, cuda::std::dextents<int, 2>> grid, int pe, int to, int from) {
+  symm::put(cg::this_thread_block(), symm::submdspan(symm::remote(grid, pe), cuda::std::full_extent, to),
+            symm::submdspan(grid.local(), cuda::std::full_extent, from));
 }

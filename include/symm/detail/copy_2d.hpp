@@ -19,9 +19,7 @@ struct copy_2d_spec {
   std::size_t width;
   std::size_t rows;
 
-  [[nodiscard]] constexpr std::size_t bytes() const noexcept {
-    return width * rows;
-  }
+  [[nodiscard]] constexpr std::size_t bytes() const noexcept { return width * rows; }
 };
 
 //! Makes the copy in host memory, a row at a time (memmove: rows of a put may overlap the source's).
