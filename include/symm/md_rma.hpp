@@ -1,9 +1,10 @@
 // symm/md_rma.hpp: put and get between multi-dimensional views: another PE's copy or slice of a symm::mdarray (a
 // pe_mdspan, symm/mdarray_ref.hpp) and a local cuda::std::mdspan of the same extents, in any strided layouts: a row, a
-// column, a tile or a face in one call (NVSHMEM's iput/iget, and more dimensions). Host code: blocking, a 2-D copy per
-// pair of inner dimensions (cudaMemcpy2D on the CUDA backend). Device code: group-scoped; one contiguous run on both
-// sides (a row) is the vectorised copy of the span forms, anything else every element once, spread over the group in
-// row-major order so that a warp touches consecutive elements of a row.
+// column, a tile or a face in one call (NVSHMEM's iput/iget, and more dimensions). Host code: blocking or nbi, 2-D
+// copies along whichever dimension is contiguous (cudaMemcpy2D on the CUDA backend). Device code: group-scoped; one
+// contiguous run on both sides (a row) is the vectorised copy of the span forms; a tile whose rows start 16-byte
+// aligned on both sides goes a row per team of threads with 16-byte vectors; anything else every element once, spread
+// over the group in row-major order so that a warp touches consecutive elements of a row.
 #pragma once
 
 #include <symm/concepts.hpp>
@@ -23,6 +24,7 @@
 #endif
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <type_traits>
 #include <utility>
@@ -96,8 +98,10 @@ template <class DstMapping, class SrcMapping>
 SYMM_HOST_DEVICE constexpr bool same_contiguous_order(const DstMapping& dm, const SrcMapping& sm) noexcept {
   if (!dm.is_exhaustive() || !sm.is_exhaustive()) return false;
   if constexpr (DstMapping::extents_type::rank() > 0) {
-    for (std::size_t r = 0; r < DstMapping::extents_type::rank(); ++r)
-      if (static_cast<std::size_t>(dm.stride(r)) != static_cast<std::size_t>(sm.stride(r))) return false;
+    for (std::size_t r = 0; r < DstMapping::extents_type::rank(); ++r) // an extent of 1 never steps: any stride
+      if (dm.extents().extent(r) > 1 &&
+          static_cast<std::size_t>(dm.stride(r)) != static_cast<std::size_t>(sm.stride(r)))
+        return false;
   }
   return true;
 }
@@ -213,6 +217,70 @@ stream_state stream_copy_md(world_interface& world, void* stream, T* dst, const 
   return copies != 0 ? last : world.copy_on_stream(stream, dst, src, 0, what);
 }
 
+//! Where index k of the row-major order over a view's first `Dims` dimensions (the others at index 0) is on each side,
+//! in elements from each side's first: the odometer of the device loops, without a division for the first index
+//! (k is below the product of the extents). Unsigned: extents are never negative, and a signed index would be
+//! sign-extended (and divided signed) per element.
+struct md_offsets {
+  std::size_t dst = 0, src = 0;
+};
+template <std::size_t Dims, class Extents, class DstMapping, class SrcMapping>
+SYMM_HOST_DEVICE SYMM_FORCEINLINE md_offsets
+linear_offsets(const Extents& shape, const DstMapping& dm, const SrcMapping& sm, std::size_t k) noexcept {
+  using index_type = std::make_unsigned_t<typename Extents::index_type>;
+  md_offsets at;
+  if constexpr (Dims > 0) {
+    auto rest = static_cast<index_type>(k);
+    for (std::size_t r = Dims - 1; r > 0; --r) {
+      const auto e = static_cast<index_type>(shape.extent(r));
+      const auto i = static_cast<index_type>(rest % e);
+      rest = static_cast<index_type>(rest / e);
+      at.dst += static_cast<std::size_t>(i) * static_cast<std::size_t>(dm.stride(r));
+      at.src += static_cast<std::size_t>(i) * static_cast<std::size_t>(sm.stride(r));
+    }
+    at.dst += static_cast<std::size_t>(rest) * static_cast<std::size_t>(dm.stride(0));
+    at.src += static_cast<std::size_t>(rest) * static_cast<std::size_t>(sm.stride(0));
+  }
+  return at;
+}
+
+//! How a group copies a view row by row (its innermost dimension, contiguous on both sides: a tile of a row-major
+//! grid), each row with 16-byte vectors by a team of `team` threads (the smallest power of two that gives each a
+//! vector, so that narrow rows keep many teams busy and wide ones few), the teams taking rows in turn; a row's tail
+//! in the element's widest word. `rows == 0`: not this way (rank below 2, an inner stride that is not 1, a row start
+//! that is not 16-byte aligned on both sides, rows shorter than a vector); the caller copies element by element then.
+struct md_row_plan {
+  std::size_t rows = 0, row_bytes = 0;
+  unsigned team = 0;
+};
+template <class T, class Extents, class DstMapping, class SrcMapping>
+SYMM_HOST_DEVICE md_row_plan plan_md_rows(const Extents& shape, const DstMapping& dm, const T* dst,
+                                          const SrcMapping& sm, const T* src, unsigned threads) noexcept {
+  constexpr std::size_t rank = Extents::rank();
+  md_row_plan plan;
+  if constexpr (rank >= 2) {
+    if (dm.stride(rank - 1) != 1 || sm.stride(rank - 1) != 1) return plan;
+    auto misaligned = reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src);
+    std::size_t rows = 1;
+    for (std::size_t r = 0; r + 1 < rank; ++r) {
+      rows *= static_cast<std::size_t>(shape.extent(r));
+      if (shape.extent(r) > 1)
+        misaligned |= (static_cast<std::size_t>(dm.stride(r)) | static_cast<std::size_t>(sm.stride(r))) * sizeof(T);
+    }
+    const std::size_t row_bytes = static_cast<std::size_t>(shape.extent(rank - 1)) * sizeof(T);
+    if ((misaligned & 15) != 0 || row_bytes < 16 || threads == 0) return plan;
+    plan.rows = rows;
+    plan.row_bytes = row_bytes;
+    // The smallest power of two at least the row's vectors, and at most the group's threads.
+    const std::size_t vectors = row_bytes / 16;
+    unsigned team = 1;
+    while (team < vectors && team * 2 <= threads)
+      team *= 2;
+    plan.team = team;
+  }
+  return plan;
+}
+
 #if SYMM_CUDA_COMPILATION()
 //! Device: `group` moves every element of a `shape`-shaped view, element k of the row-major order going to the thread
 //! of rank k modulo the group's size: `move(dst_offset, src_offset)` with each side's offset through its mapping.
@@ -228,28 +296,38 @@ device_check_same_shape(const RemoteExtents& remote, const LocalExtents& local, 
 template <class Group, class Extents, class DstMapping, class SrcMapping, class Move>
 SYMM_DEVICE SYMM_FORCEINLINE void
 group_for_each_md(const Group& group, const Extents& shape, const DstMapping& dm, const SrcMapping& sm, Move&& move) {
-  // Unsigned: extents are never negative, and a signed index would be sign-extended (and divided signed) per element.
-  using index_type = std::make_unsigned_t<typename Extents::index_type>;
   constexpr std::size_t rank = Extents::rank();
   std::size_t n = 1;
   for (std::size_t r = 0; r < rank; ++r)
     n *= static_cast<std::size_t>(shape.extent(r));
   const auto count = static_cast<std::size_t>(group.num_threads());
   for (std::size_t k = static_cast<std::size_t>(group.thread_rank()); k < n; k += count) {
-    std::size_t dst_at = 0, src_at = 0;
-    if constexpr (rank > 0) {
-      auto rest = static_cast<index_type>(k);
-      for (std::size_t r = rank - 1; r > 0; --r) { // the first index needs no division: k < n
-        const auto e = static_cast<index_type>(shape.extent(r));
-        const auto i = static_cast<index_type>(rest % e);
-        rest = static_cast<index_type>(rest / e);
-        dst_at += static_cast<std::size_t>(i) * static_cast<std::size_t>(dm.stride(r));
-        src_at += static_cast<std::size_t>(i) * static_cast<std::size_t>(sm.stride(r));
-      }
-      dst_at += static_cast<std::size_t>(rest) * static_cast<std::size_t>(dm.stride(0));
-      src_at += static_cast<std::size_t>(rest) * static_cast<std::size_t>(sm.stride(0));
-    }
-    move(dst_at, src_at);
+    const md_offsets at = linear_offsets<rank>(shape, dm, sm, k);
+    move(at.dst, at.src);
+  }
+}
+
+//! Device: `group` copies the rows of `plan` (plan_md_rows), row r from src + its offset to dst + its offset.
+template <class Group, class T, class Extents, class DstMapping, class SrcMapping>
+SYMM_DEVICE SYMM_FORCEINLINE void group_copy_md_rows(const Group& group, const md_row_plan& plan, const Extents& shape,
+                                                     T* dst, const DstMapping& dm, const T* src, const SrcMapping& sm) {
+  const auto rank = static_cast<unsigned>(group.thread_rank()), count = static_cast<unsigned>(group.num_threads());
+  const unsigned team = rank / plan.team, lane = rank % plan.team, teams = count / plan.team;
+  if (team >= teams) return; // the threads beyond the last whole team
+  const std::size_t vectors = plan.row_bytes / 16, done = vectors * 16;
+  // The tail (under 16 bytes, a whole number of elements, 16-byte aligned) in the widest word an element divides into:
+  // an element is never written in pieces narrower than it needs.
+  using tail_word =
+      std::conditional_t<sizeof(T) % 8 == 0, std::uint64_t,
+                         std::conditional_t<sizeof(T) % 4 == 0, std::uint32_t,
+                                            std::conditional_t<sizeof(T) % 2 == 0, std::uint16_t, std::uint8_t>>>;
+  for (std::size_t row = team; row < plan.rows; row += teams) {
+    const md_offsets at = linear_offsets<Extents::rank() - 1>(shape, dm, sm, row);
+    auto* d = reinterpret_cast<unsigned char*>(dst + at.dst);
+    const auto* s = reinterpret_cast<const unsigned char*>(src + at.src);
+    copy_vectors(lane, plan.team, reinterpret_cast<int4*>(d), reinterpret_cast<const int4*>(s), vectors);
+    copy_vectors<false>(lane, plan.team, reinterpret_cast<tail_word*>(d + done),
+                        reinterpret_cast<const tail_word*>(s + done), (plan.row_bytes - done) / sizeof(tail_word));
   }
 }
 #endif
@@ -348,6 +426,16 @@ put(const Group& group, const pe_mdspan<T, E, L>& dst, const cuda::std::mdspan<U
       detail::group_copy(g, dst.data_handle().address, bytes, source.data_handle(), bytes);
       return;
     }
+    if constexpr (E::rank() >= 2) { // a tile: rows of 16-byte vectors, when they are aligned on both sides
+      T* to = dst.data_handle().address;
+      const detail::md_row_plan rows = detail::plan_md_rows(
+          dst.extents(), dst.mapping(), to, source.mapping(), source.data_handle(),
+          static_cast<unsigned>(g.num_threads()));
+      if (rows.rows != 0 && !detail::is_rma_address(to)) {
+        detail::group_copy_md_rows(g, rows, dst.extents(), to, dst.mapping(), source.data_handle(), source.mapping());
+        return;
+      }
+    }
     const remote_accessor<T> to;
     const U* from = source.data_handle();
     detail::group_for_each_md(g, dst.extents(), dst.mapping(), source.mapping(), [&](std::size_t d, std::size_t s) {
@@ -369,6 +457,17 @@ get(const Group& group, const cuda::std::mdspan<U, E2, L2, A2>& destination, con
       const std::size_t bytes = src.mapping().required_span_size() * sizeof(T);
       detail::group_copy(g, destination.data_handle(), bytes, src.data_handle().address, bytes);
       return;
+    }
+    if constexpr (E::rank() >= 2) {
+      const T* from = src.data_handle().address;
+      const detail::md_row_plan rows = detail::plan_md_rows(
+          src.extents(), destination.mapping(), destination.data_handle(), src.mapping(), from,
+          static_cast<unsigned>(g.num_threads()));
+      if (rows.rows != 0 && !detail::is_rma_address(from)) {
+        detail::group_copy_md_rows(g, rows, src.extents(), destination.data_handle(), destination.mapping(), from,
+                                   src.mapping());
+        return;
+      }
     }
     const remote_accessor<T> from;
     U* to = destination.data_handle();
@@ -402,8 +501,6 @@ SYMM_END_NAMESPACE
 // ---------------------------------------------------------------------------------------------------------------------
 // Host code on the CUDA backend: put and get of multi-dimensional views ordered on a stream.
 #if SYMM_CUDA_BACKEND()
-#  include <symm/future.hpp>
-
 #  include <cuda_runtime_api.h>
 
 SYMM_BEGIN_NAMESPACE

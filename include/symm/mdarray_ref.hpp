@@ -1,8 +1,8 @@
 // symm/mdarray_ref.hpp: the views of a symmetric multi-dimensional array. mdarray_ref<T, Extents, Layout> is what
 // kernels take (trivially copyable); its local() is a cuda::std::mdspan, and remote(grid, pe) is a pe_mdspan: a
 // cuda::std::mdspan whose accessor reaches PE pe's copy, so that its elements are pe_refs (grid(i, j) = v is a put of
-// one element, T(grid(i, j)) a get) and cuda::std::submdspan cuts a row, a column, a tile or a face of it. The owning
-// symm::mdarray is in symm/mdarray.hpp; put and get between such views in symm/md_rma.hpp.
+// one element, T(grid(i, j)) a get) and symm::submdspan (symm/submdspan.hpp) cuts a row, a column, a tile or a face of
+// it. The owning symm::mdarray is in symm/mdarray.hpp; put and get between such views in symm/md_rma.hpp.
 #pragma once
 
 #include <symm/array_ref.hpp>
@@ -56,7 +56,7 @@ struct remote_accessor {
   }
 };
 
-//! Another PE's copy of a symmetric multi-dimensional array, or a slice of one (cuda::std::submdspan of it, whose
+//! Another PE's copy of a symmetric multi-dimensional array, or a slice of one (symm::submdspan of it, whose
 //! layout is then usually layout_stride): remote(grid, pe) returns one.
 template <class T, class Extents, class Layout = cuda::std::layout_right>
 using pe_mdspan = cuda::std::mdspan<T, Extents, Layout, remote_accessor<T>>;
@@ -96,7 +96,7 @@ template <class T, class Extents, class Layout = cuda::std::layout_right>
 class mdarray_ref {
   static_assert(detail::owning_layout<Layout>,
                 "symm::mdarray: the layout must be cuda::std::layout_right or layout_left (every element of the "
-                "allocation in use); slices of other layouts are what cuda::std::submdspan of local() or remote() "
+                "allocation in use); slices of other layouts are what symm::submdspan of local() or remote() "
                 "gives");
 
 public:
@@ -148,7 +148,7 @@ inline constexpr bool enable_symmetric_object<mdarray_ref<T, E, L>> = true;
 //! \code
 //!   auto peer = symm::remote(grid, up);                                          // pe_mdspan<float, dextents<int, 2>>
 //!   peer(0, 5) = 1.0f;                                                           // a put of one element
-//!   auto column = cuda::std::submdspan(peer, cuda::std::full_extent, nx - 1);   // its last column
+//!   auto column = symm::submdspan(peer, cuda::std::full_extent, nx - 1);   // its last column
 //! \endcode
 template <class T, class E, class L, detail::count_integer PE>
 [[nodiscard]] SYMM_HOST_DEVICE pe_mdspan<T, E, L> remote(const mdarray_ref<T, E, L>& grid, PE pe) {

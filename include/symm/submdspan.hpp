@@ -48,7 +48,8 @@ standard_submdspan(const cuda::std::mdspan<T, Extents, Layout, Accessor>& view, 
     using sub_extents = typename sub_type::extents_type;
     cuda::std::array<typename sub_extents::index_type, sub_extents::rank()> strides{};
     for (std::size_t r = 0; r < sub_extents::rank(); ++r)
-      strides[r] = static_cast<typename sub_extents::index_type>(view.stride(r));
+      strides[r] = static_cast<typename sub_extents::index_type>(view.stride(r) > 0 ? view.stride(r) : 1); // empty
+                                                                                                           // views
     return cuda::std::mdspan<T, sub_extents, cuda::std::layout_stride, typename sub_type::accessor_type>(
         sub.data_handle(), cuda::std::layout_stride::mapping<sub_extents>(sub.extents(), strides), sub.accessor());
   } else {

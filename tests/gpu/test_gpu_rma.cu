@@ -476,7 +476,80 @@ __global__ void md_tile_kernel(int_grid grid, int left, int* tile) {
   auto from = symm::submdspan(symm::remote(grid, left), md::pair{1, 4}, md::pair{2, 6});
   if (threadIdx.x < 32) symm::get_nbi(cg::tiled_partition<32>(cg::this_thread_block()), out, from).wait();
 }
+
+// Tiles whose rows all start 16-byte aligned on both sides (a 40-int grid: 160-byte rows): copied row by row with
+// 16-byte vectors, a team of threads a row. A block puts a 32 x 32 tile (128-byte rows, teams of 8); a warp gets a
+// 12 x 6 tile (24-byte rows: one vector and an 8-byte tail) into a buffer of 8-int rows; one thread puts a 3 x 4 tile.
+// No put lands where a put or the get reads (the puts read rows 32-63, the get rows 5-16 columns 0-5).
+__global__ void md_aligned_tiles_kernel(int_grid grid, int right, int left, int* out) {
+  symm::put(cg::this_thread_block(), symm::submdspan(symm::remote(grid, right), md::pair{0, 32}, md::pair{8, 40}),
+            symm::submdspan(grid.local(), md::pair{32, 64}, md::pair{4, 36}));
+  md::mdspan<int, md::dextents<int, 2>> buffer(out, 12, 8);
+  if (threadIdx.x < 32)
+    symm::get(cg::tiled_partition<32>(cg::this_thread_block()),
+              symm::submdspan(buffer, md::full_extent, md::pair{0, 6}),
+              symm::submdspan(symm::remote(grid, left), md::pair{5, 17}, md::pair{0, 6}));
+  if (threadIdx.x == 0)
+    symm::put(symm::this_thread(), symm::submdspan(symm::remote(grid, right), md::pair{40, 43}, md::pair{0, 4}),
+              symm::submdspan(grid.local(), md::pair{50, 53}, md::pair{36, 40}));
+}
 } // namespace
+
+TEST_CASE("mdarray on the GPU heap: tiles of aligned rows, copied a row per team of threads; host nbi forms",
+          "[gpu][rma][mdarray]") {
+  for (int n : {2, 4}) {
+    CAPTURE(n);
+    REQUIRE_NOTHROW(symm_gpu_test::on_gpu_pes(n, [](symm::world& world) {
+      const int me = world.my_pe(), pes = world.n_pes(), right = (me + 1) % pes, left = (me + pes - 1) % pes;
+      constexpr int rows = 64, cols = 40;
+      symm::mdarray<int, md::dextents<int, 2>> grid(world, rows, cols);
+      std::vector<int> mine(rows * cols);
+      for (int i = 0; i < rows; ++i)
+        for (int j = 0; j < cols; ++j)
+          mine[static_cast<std::size_t>(i * cols + j)] = grid_tag(me, i, j);
+      GPU_CHECK(cudaMemcpy(grid.local().data_handle(), mine.data(), mine.size() * sizeof(int), cudaMemcpyHostToDevice));
+      int* out = nullptr;
+      GPU_CHECK(cudaMalloc(&out, 12 * 8 * sizeof(int)));
+      GPU_CHECK(cudaMemset(out, 0xff, 12 * 8 * sizeof(int)));
+      world.barrier();
+      md_aligned_tiles_kernel<<<1, 128>>>(grid, right, left, out);
+      GPU_CHECK(cudaGetLastError());
+      GPU_CHECK(cudaDeviceSynchronize());
+      const std::vector<int> buffer = symm_gpu_test::host_copy_of(out, 12 * 8);
+      GPU_CHECK(cudaFree(out));
+      world.barrier();
+      const std::vector<int> got = symm_gpu_test::host_copy_of(grid.local().data_handle(), mine.size());
+      for (int i = 0; i < rows; ++i)
+        for (int j = 0; j < cols; ++j) {
+          int want = grid_tag(me, i, j);
+          if (i < 32 && j >= 8) want = grid_tag(left, i + 32, j - 4);
+          if (i >= 40 && i < 43 && j < 4) want = grid_tag(left, i + 10, j + 36);
+          PE_REQUIRE_EQ(got[static_cast<std::size_t>(i * cols + j)], want);
+        }
+      for (int i = 0; i < 12; ++i) // rows 5-16, columns 0-5 of the left PE's copy: no put writes there
+        for (int j = 0; j < 8; ++j)
+          PE_REQUIRE_EQ(buffer[static_cast<std::size_t>(i * 8 + j)], j < 6 ? grid_tag(left, i + 5, j) : -1);
+      world.barrier();
+
+      // The host's non-blocking forms on the GPU heap: a 4 x 5 tile from host memory into the right neighbour's rows
+      // 44-47, then a column of it back from this PE's own copy.
+      std::vector<int> tile(4 * 5);
+      for (std::size_t v = 0; v < tile.size(); ++v)
+        tile[v] = -(me * 100 + static_cast<int>(v));
+      symm::put_nbi(symm::submdspan(symm::remote(grid, right), md::pair{44, 48}, md::pair{10, 15}),
+                    md::mdspan<const int, md::dextents<int, 2>>(tile.data(), 4, 5))
+          .wait();
+      world.barrier();
+      std::vector<int> column(4);
+      symm::get_nbi(md::mdspan<int, md::dextents<int, 1>>(column.data(), 4),
+                    symm::submdspan(symm::remote(grid, me), md::pair{44, 48}, 12))
+          .wait();
+      for (int i = 0; i < 4; ++i)
+        PE_REQUIRE_EQ(column[static_cast<std::size_t>(i)], -(left * 100 + i * 5 + 2));
+      world.barrier();
+    }));
+  }
+}
 
 TEST_CASE("mdarray on the GPU heap: strided device put and get of a column and a tile, host put and get of a row "
           "and a column",

@@ -219,6 +219,68 @@ TEST_CASE("mdarray: put_nbi and get_nbi of strided views, small and large", "[md
   }));
 }
 
+TEST_CASE("device strided copies: rows of 16-byte vectors when every row is aligned, else elements", "[mdarray]") {
+  alignas(16) static float cells[8 * 64];
+  static_assert(2 * 256 <= 8 * 64);
+  md::mdspan<float, md::dextents<int, 2>> g(cells, 8, 16);
+  md::mdspan<float, md::dextents<int, 2>> g64(cells, 8, 64);
+  const auto plan = [](const auto& dst, const auto& src, unsigned threads) {
+    return symm::detail::plan_md_rows(
+        dst.extents(), dst.mapping(), dst.data_handle(), src.mapping(), src.data_handle(), threads);
+  };
+  // A 4 x 8 tile at column 4 into one at column 8: rows of 32 bytes, a team of 2 threads a row (2 vectors).
+  auto a = symm::submdspan(g, md::pair{0, 4}, md::pair{4, 12}), b = symm::submdspan(g, md::pair{4, 8}, md::pair{8, 16});
+  symm::detail::md_row_plan p = plan(a, b, 128);
+  CHECK((p.rows == 4 && p.row_bytes == 32 && p.team == 2));
+  // Wider rows take wider teams, up to a warp, never more threads than the group has.
+  CHECK(plan(symm::submdspan(g64, md::pair{0, 2}, md::pair{0, 64}),
+             symm::submdspan(g64, md::pair{2, 4}, md::pair{0, 64}), 128)
+            .team == 16);
+  CHECK(plan(symm::submdspan(g64, md::pair{0, 2}, md::pair{0, 64}),
+             symm::submdspan(g64, md::pair{2, 4}, md::pair{0, 64}), 1)
+            .team == 1);
+  CHECK(plan(symm::submdspan(g64, md::pair{0, 2}, md::pair{0, 60}),
+             symm::submdspan(g64, md::pair{2, 4}, md::pair{0, 60}), 8)
+            .team == 8);
+  // Element by element: a row start 8 bytes off on one side, a row pitch of 36 bytes, an inner stride that is not 1,
+  // one dimension.
+  CHECK(plan(a, symm::submdspan(g, md::pair{4, 8}, md::pair{2, 10}), 128).rows == 0);
+  md::mdspan<float, md::dextents<int, 2>> g9(cells, 8, 9);
+  CHECK(
+      plan(symm::submdspan(g9, md::pair{0, 4}, md::pair{0, 4}), symm::submdspan(g, md::pair{0, 4}, md::pair{0, 4}), 32)
+          .rows == 0);
+  md::mdspan<float, md::dextents<int, 2>, md::layout_left> cm(cells, 16, 8);
+  CHECK(
+      plan(symm::submdspan(cm, md::pair{0, 4}, md::pair{0, 4}), symm::submdspan(cm, md::pair{4, 8}, md::pair{0, 4}), 32)
+          .rows == 0);
+  md::mdspan<float, md::dextents<int, 1>> line(cells, 16);
+  CHECK(plan(line, line, 32).rows == 0);
+  CHECK(plan(symm::submdspan(g, md::pair{0, 4}, md::pair{0, 2}), symm::submdspan(g, md::pair{4, 8}, md::pair{0, 2}), 32)
+            .rows == 0); // rows of 8 bytes: no vector to copy
+  // A few wide rows: teams as wide as a row's vectors, beyond a warp (a 2 x 256 tile of a 256-wide grid, 64 vectors a
+  // row).
+  md::mdspan<float, md::dextents<int, 2>> g256(cells, 2, 256);
+  CHECK(plan(symm::submdspan(g256, md::pair{0, 1}, md::full_extent),
+             symm::submdspan(g256, md::pair{1, 2}, md::full_extent), 1024)
+            .team == 64);
+  // One row of a tile is no reason for alignment of the row pitch: a single row of a 9-wide grid.
+  CHECK(
+      plan(symm::submdspan(g9, md::pair{0, 1}, md::pair{0, 8}), symm::submdspan(g, md::pair{1, 2}, md::pair{0, 8}), 32)
+          .rows == 1);
+
+  // Where row r (and element k) of a view lies on each side: row-major over the outer dimensions.
+  md::mdspan<float, md::dextents<int, 3>> cube(cells, 2, 3, 8);
+  md::mdspan<float, md::dextents<int, 3>, md::layout_left> cube_cm(cells, 2, 3, 8);
+  const auto rows = symm::detail::linear_offsets<2>(cube.extents(), cube.mapping(), cube_cm.mapping(), 4); // (1, 1)
+  CHECK((rows.dst == 8 * 3 + 8 && rows.src == 1 + 2));
+  for (std::size_t k = 0; k < 48; ++k) {
+    const auto at = symm::detail::linear_offsets<3>(cube.extents(), cube.mapping(), cube_cm.mapping(), k);
+    const int i = static_cast<int>(k / 24), j = static_cast<int>(k / 8 % 3), l = static_cast<int>(k % 8);
+    CHECK((at.dst == static_cast<std::size_t>(&cube(i, j, l) - cells) &&
+           at.src == static_cast<std::size_t>(&cube_cm(i, j, l) - cells)));
+  }
+}
+
 TEST_CASE("mdarray: bad extents, shapes that differ between PEs or between the sides of a put", "[mdarray][errors]") {
   REQUIRE_NOTHROW(on_pes(3, [](symm::world& world) {
     const int me = world.my_pe();
