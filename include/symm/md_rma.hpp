@@ -218,31 +218,37 @@ stream_state stream_copy_md(world_interface& world, void* stream, T* dst, const 
 }
 
 //! Where index k of the row-major order over a view's first `Dims` dimensions (the others at index 0) is on each side,
-//! in elements from each side's first: the odometer of the device loops, without a division for the first index
-//! (k is below the product of the extents). Unsigned: extents are never negative, and a signed index would be
-//! sign-extended (and divided signed) per element.
+//! in elements from each side's first (FirstFastest: the column-major order, dimension 0 varying fastest): the
+//! odometer of the device loops, without a division for the slowest index (k is below the product of the extents).
+//! Unsigned: extents are never negative, and a signed index would be sign-extended (and divided signed) per element.
 struct md_offsets {
   std::size_t dst = 0, src = 0;
 };
-template <std::size_t Dims, class Extents, class DstMapping, class SrcMapping>
+template <std::size_t Dims, bool FirstFastest = false, class Extents, class DstMapping, class SrcMapping>
 SYMM_HOST_DEVICE SYMM_FORCEINLINE md_offsets
 linear_offsets(const Extents& shape, const DstMapping& dm, const SrcMapping& sm, std::size_t k) noexcept {
   using index_type = std::make_unsigned_t<typename Extents::index_type>;
   md_offsets at;
   if constexpr (Dims > 0) {
-    auto rest = static_cast<index_type>(k);
-    for (std::size_t r = Dims - 1; r > 0; --r) {
-      const auto e = static_cast<index_type>(shape.extent(r));
-      const auto i = static_cast<index_type>(rest % e);
-      rest = static_cast<index_type>(rest / e);
+    const auto add = [&](std::size_t r, index_type i) {
       at.dst += static_cast<std::size_t>(i) * static_cast<std::size_t>(dm.stride(r));
       at.src += static_cast<std::size_t>(i) * static_cast<std::size_t>(sm.stride(r));
+    };
+    auto rest = static_cast<index_type>(k);
+    for (std::size_t step = 0; step + 1 < Dims; ++step) { // fastest dimension first
+      const std::size_t r = FirstFastest ? step : Dims - 1 - step;
+      const auto e = static_cast<index_type>(shape.extent(r));
+      add(r, static_cast<index_type>(rest % e));
+      rest = static_cast<index_type>(rest / e);
     }
-    at.dst += static_cast<std::size_t>(rest) * static_cast<std::size_t>(dm.stride(0));
-    at.src += static_cast<std::size_t>(rest) * static_cast<std::size_t>(sm.stride(0));
+    add(FirstFastest ? Dims - 1 : 0, rest);
   }
   return at;
 }
+
+//! Whether a device element loop should step through a view in column-major order: its remote side is layout_left.
+template <class RemoteMapping>
+inline constexpr bool column_major_order = std::is_same_v<typename RemoteMapping::layout_type, cuda::std::layout_left>;
 
 //! How a group copies a view row by row (its innermost dimension, contiguous on both sides: a tile of a row-major
 //! grid), each row with 16-byte vectors by a team of `team` threads (the smallest power of two that gives each a
@@ -282,8 +288,6 @@ SYMM_HOST_DEVICE md_row_plan plan_md_rows(const Extents& shape, const DstMapping
 }
 
 #if SYMM_CUDA_COMPILATION()
-//! Device: `group` moves every element of a `shape`-shaped view, element k of the row-major order going to the thread
-//! of rank k modulo the group's size: `move(dst_offset, src_offset)` with each side's offset through its mapping.
 //! Device: the local side's extents are the remote side's, else a trap (SYMM_CHECK >= 1; `what` names the call).
 template <class RemoteExtents, class LocalExtents>
 SYMM_DEVICE SYMM_FORCEINLINE void
@@ -293,7 +297,11 @@ device_check_same_shape(const RemoteExtents& remote, const LocalExtents& local, 
                               what);
 }
 
-template <class Group, class Extents, class DstMapping, class SrcMapping, class Move>
+//! Device: `group` moves every element of a `shape`-shaped view, element k of the order going to the thread of rank k
+//! modulo the group's size: `move(dst_offset, src_offset)` with each side's offset through its mapping. The order is
+//! row-major, or column-major (FirstFastest) when the remote side is layout_left, so that a warp touches consecutive
+//! elements of the remote side's contiguous dimension.
+template <bool FirstFastest, class Group, class Extents, class DstMapping, class SrcMapping, class Move>
 SYMM_DEVICE SYMM_FORCEINLINE void
 group_for_each_md(const Group& group, const Extents& shape, const DstMapping& dm, const SrcMapping& sm, Move&& move) {
   constexpr std::size_t rank = Extents::rank();
@@ -302,7 +310,7 @@ group_for_each_md(const Group& group, const Extents& shape, const DstMapping& dm
     n *= static_cast<std::size_t>(shape.extent(r));
   const auto count = static_cast<std::size_t>(group.num_threads());
   for (std::size_t k = static_cast<std::size_t>(group.thread_rank()); k < n; k += count) {
-    const md_offsets at = linear_offsets<rank>(shape, dm, sm, k);
+    const md_offsets at = linear_offsets<rank, FirstFastest>(shape, dm, sm, k);
     move(at.dst, at.src);
   }
 }
@@ -438,9 +446,9 @@ put(const Group& group, const pe_mdspan<T, E, L>& dst, const cuda::std::mdspan<U
     }
     const remote_accessor<T> to;
     const U* from = source.data_handle();
-    detail::group_for_each_md(g, dst.extents(), dst.mapping(), source.mapping(), [&](std::size_t d, std::size_t s) {
-      to.access(dst.data_handle(), d) = from[s];
-    });
+    constexpr bool order = detail::column_major_order<typename pe_mdspan<T, E, L>::mapping_type>;
+    detail::group_for_each_md<order>(g, dst.extents(), dst.mapping(), source.mapping(),
+                                     [&](std::size_t d, std::size_t s) { to.access(dst.data_handle(), d) = from[s]; });
   });
 }
 
@@ -471,8 +479,10 @@ get(const Group& group, const cuda::std::mdspan<U, E2, L2, A2>& destination, con
     }
     const remote_accessor<T> from;
     U* to = destination.data_handle();
-    detail::group_for_each_md(g, src.extents(), destination.mapping(), src.mapping(),
-                              [&](std::size_t d, std::size_t s) { to[d] = from.access(src.data_handle(), s).get(); });
+    constexpr bool order = detail::column_major_order<typename pe_mdspan<T, E, L>::mapping_type>;
+    detail::group_for_each_md<order>(
+        g, src.extents(), destination.mapping(), src.mapping(),
+        [&](std::size_t d, std::size_t s) { to[d] = from.access(src.data_handle(), s).get(); });
   });
 }
 

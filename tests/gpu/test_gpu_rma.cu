@@ -493,6 +493,14 @@ __global__ void md_aligned_tiles_kernel(int_grid grid, int right, int left, int*
     symm::put(symm::this_thread(), symm::submdspan(symm::remote(grid, right), md::pair{40, 43}, md::pair{0, 4}),
               symm::submdspan(grid.local(), md::pair{50, 53}, md::pair{36, 40}));
 }
+
+// A row-major buffer put whole into the right neighbour's column-major array: every element once, the block stepping
+// through the remote side's columns (its contiguous dimension) first.
+__global__ void md_left_kernel(symm::mdarray_ref<int, md::dextents<int, 2>, md::layout_left> grid, int right,
+                               const int* row_major) {
+  symm::put(cg::this_thread_block(), symm::remote(grid, right),
+            md::mdspan<const int, md::dextents<int, 2>>(row_major, grid.extent(0), grid.extent(1)));
+}
 } // namespace
 
 TEST_CASE("mdarray on the GPU heap: tiles of aligned rows, copied a row per team of threads; host nbi forms",
@@ -529,6 +537,26 @@ TEST_CASE("mdarray on the GPU heap: tiles of aligned rows, copied a row per team
       for (int i = 0; i < 12; ++i) // rows 5-16, columns 0-5 of the left PE's copy: no put writes there
         for (int j = 0; j < 8; ++j)
           PE_REQUIRE_EQ(buffer[static_cast<std::size_t>(i * 8 + j)], j < 6 ? grid_tag(left, i + 5, j) : -1);
+      world.barrier();
+
+      // Row-major into column-major, element by element in the remote side's order.
+      symm::mdarray<int, md::dextents<int, 2>, md::layout_left> cm(world, 16, 8);
+      std::vector<int> rm(16 * 8);
+      for (int i = 0; i < 16; ++i)
+        for (int j = 0; j < 8; ++j)
+          rm[static_cast<std::size_t>(i * 8 + j)] = grid_tag(me, i, j);
+      int* rm_device = nullptr;
+      GPU_CHECK(cudaMalloc(&rm_device, rm.size() * sizeof(int)));
+      GPU_CHECK(cudaMemcpy(rm_device, rm.data(), rm.size() * sizeof(int), cudaMemcpyHostToDevice));
+      md_left_kernel<<<1, 96>>>(cm, right, rm_device);
+      GPU_CHECK(cudaGetLastError());
+      GPU_CHECK(cudaDeviceSynchronize());
+      GPU_CHECK(cudaFree(rm_device));
+      world.barrier();
+      const std::vector<int> cm_read = symm_gpu_test::host_copy_of(cm.local().data_handle(), 16 * 8);
+      for (int i = 0; i < 16; ++i)
+        for (int j = 0; j < 8; ++j)
+          PE_REQUIRE_EQ(cm_read[static_cast<std::size_t>(i + 16 * j)], grid_tag(left, i, j));
       world.barrier();
 
       // The host's non-blocking forms on the GPU heap: a 4 x 5 tile from host memory into the right neighbour's rows

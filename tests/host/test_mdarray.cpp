@@ -279,6 +279,16 @@ TEST_CASE("device strided copies: rows of 16-byte vectors when every row is alig
     CHECK((at.dst == static_cast<std::size_t>(&cube(i, j, l) - cells) &&
            at.src == static_cast<std::size_t>(&cube_cm(i, j, l) - cells)));
   }
+  // Column-major order (a layout_left remote side): index k steps through dimension 0 first.
+  for (std::size_t k = 0; k < 48; ++k) {
+    const auto at = symm::detail::linear_offsets<3, true>(cube.extents(), cube.mapping(), cube_cm.mapping(), k);
+    const int i = static_cast<int>(k % 2), j = static_cast<int>(k / 2 % 3), l = static_cast<int>(k / 6);
+    CHECK((at.dst == static_cast<std::size_t>(&cube(i, j, l) - cells) &&
+           at.src == static_cast<std::size_t>(&cube_cm(i, j, l) - cells) && at.src == k));
+  }
+  STATIC_REQUIRE(symm::detail::column_major_order<decltype(cube_cm)::mapping_type>);
+  STATIC_REQUIRE(!symm::detail::column_major_order<decltype(symm::submdspan(
+                     cube_cm, 1, md::full_extent, md::full_extent))::mapping_type>);
 }
 
 TEST_CASE("mdarray: bad extents, shapes that differ between PEs or between the sides of a put", "[mdarray][errors]") {
