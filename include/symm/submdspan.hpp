@@ -33,12 +33,11 @@ inline constexpr bool last_slice_is_full<Slices...> =
 //! converted to full_extent), so the result's dimension r is the source's dimension r.
 template <class SourceLayout, class ResultLayout, std::size_t result_rank, class... Slices>
 inline constexpr bool wrong_layout_right_slice =
-    std::is_same_v<SourceLayout, cuda::std::layout_right>&& std::is_same_v<ResultLayout, cuda::std::layout_right>&&
-            result_rank >= 2 &&
-    sizeof...(Slices) == result_rank && !last_slice_is_full<Slices...>;
-} // namespace detail
+    (std::is_same_v<SourceLayout, cuda::std::layout_right> && std::is_same_v<ResultLayout, cuda::std::layout_right> &&
+     result_rank >= 2 && sizeof...(Slices) == result_rank && !last_slice_is_full<Slices...>);
 
-namespace detail {
+//! The slice the standard specifies: cuda::std::submdspan's, or for the wrong case above the same elements through a
+//! layout_stride mapping of the source's strides (1 for an empty view's zero strides, which layout_stride refuses).
 template <class T, class Extents, class Layout, class Accessor, class... Slices>
 SYMM_HOST_DEVICE constexpr auto
 standard_submdspan(const cuda::std::mdspan<T, Extents, Layout, Accessor>& view, Slices... slices) {
@@ -48,8 +47,7 @@ standard_submdspan(const cuda::std::mdspan<T, Extents, Layout, Accessor>& view, 
     using sub_extents = typename sub_type::extents_type;
     cuda::std::array<typename sub_extents::index_type, sub_extents::rank()> strides{};
     for (std::size_t r = 0; r < sub_extents::rank(); ++r)
-      strides[r] = static_cast<typename sub_extents::index_type>(view.stride(r) > 0 ? view.stride(r) : 1); // empty
-                                                                                                           // views
+      strides[r] = static_cast<typename sub_extents::index_type>(view.stride(r) > 0 ? view.stride(r) : 1);
     return cuda::std::mdspan<T, sub_extents, cuda::std::layout_stride, typename sub_type::accessor_type>(
         sub.data_handle(), cuda::std::layout_stride::mapping<sub_extents>(sub.extents(), strides), sub.accessor());
   } else {
