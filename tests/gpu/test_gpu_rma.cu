@@ -459,6 +459,16 @@ int grid_tag(int pe, int i, int j) {
   return pe * 1000000 + i * 1000 + j;
 }
 
+//! Writes grid_tag(pe, i, j) into element (i, j) of this PE's copy of `grid`, from the host.
+void upload_tags(symm::mdarray<int, md::dextents<int, 2>>& grid, int pe) {
+  const int rows = grid.extent(0), cols = grid.extent(1);
+  std::vector<int> tags(grid.size());
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < cols; ++j)
+      tags[static_cast<std::size_t>(i * cols + j)] = grid_tag(pe, i, j);
+  GPU_CHECK(cudaMemcpy(grid.local().data_handle(), tags.data(), tags.size() * sizeof(int), cudaMemcpyHostToDevice));
+}
+
 // My column 7 into the right neighbour's column 0 (strided on both sides), with one block. Then, in a second launch
 // after a barrier, my row 3 without its column 0 into its last row (contiguous on both sides: the vectorised path).
 // One warp gets a 3 x 4 tile of the left neighbour's copy into a column-major buffer.
@@ -511,11 +521,7 @@ TEST_CASE("mdarray on the GPU heap: tiles of aligned rows, copied a row per team
       const int me = world.my_pe(), pes = world.n_pes(), right = (me + 1) % pes, left = (me + pes - 1) % pes;
       constexpr int rows = 64, cols = 40;
       symm::mdarray<int, md::dextents<int, 2>> grid(world, rows, cols);
-      std::vector<int> mine(rows * cols);
-      for (int i = 0; i < rows; ++i)
-        for (int j = 0; j < cols; ++j)
-          mine[static_cast<std::size_t>(i * cols + j)] = grid_tag(me, i, j);
-      GPU_CHECK(cudaMemcpy(grid.local().data_handle(), mine.data(), mine.size() * sizeof(int), cudaMemcpyHostToDevice));
+      upload_tags(grid, me);
       int* out = nullptr;
       GPU_CHECK(cudaMalloc(&out, 12 * 8 * sizeof(int)));
       GPU_CHECK(cudaMemset(out, 0xff, 12 * 8 * sizeof(int)));
@@ -526,7 +532,7 @@ TEST_CASE("mdarray on the GPU heap: tiles of aligned rows, copied a row per team
       const std::vector<int> buffer = symm_gpu_test::host_copy_of(out, 12 * 8);
       GPU_CHECK(cudaFree(out));
       world.barrier();
-      const std::vector<int> got = symm_gpu_test::host_copy_of(grid.local().data_handle(), mine.size());
+      const std::vector<int> got = symm_gpu_test::host_copy_of(grid.local().data_handle(), grid.size());
       for (int i = 0; i < rows; ++i)
         for (int j = 0; j < cols; ++j) {
           int want = grid_tag(me, i, j);
@@ -588,18 +594,14 @@ TEST_CASE("mdarray on the GPU heap: strided device put and get of a column and a
       const int me = world.my_pe(), pes = world.n_pes(), right = (me + 1) % pes, left = (me + pes - 1) % pes;
       constexpr int rows = 300, cols = 33;
       symm::mdarray<int, md::dextents<int, 2>> grid(world, rows, cols);
-      std::vector<int> mine(rows * cols);
-      for (int i = 0; i < rows; ++i)
-        for (int j = 0; j < cols; ++j)
-          mine[static_cast<std::size_t>(i * cols + j)] = grid_tag(me, i, j);
-      GPU_CHECK(cudaMemcpy(grid.local().data_handle(), mine.data(), mine.size() * sizeof(int), cudaMemcpyHostToDevice));
+      upload_tags(grid, me);
       world.barrier();
 
       md_halo_kernel<<<1, 128>>>(grid, right);
       GPU_CHECK(cudaGetLastError());
       GPU_CHECK(cudaDeviceSynchronize());
       world.barrier();
-      std::vector<int> got = symm_gpu_test::host_copy_of(grid.local().data_handle(), mine.size());
+      std::vector<int> got = symm_gpu_test::host_copy_of(grid.local().data_handle(), grid.size());
       for (int i = 0; i < rows; ++i) {
         PE_REQUIRE_EQ(got[static_cast<std::size_t>(i * cols)], grid_tag(left, i, 7));
         PE_REQUIRE_EQ(got[static_cast<std::size_t>(i * cols + 1)], grid_tag(me, i, 1));
@@ -610,7 +612,7 @@ TEST_CASE("mdarray on the GPU heap: strided device put and get of a column and a
       GPU_CHECK(cudaGetLastError());
       GPU_CHECK(cudaDeviceSynchronize());
       world.barrier();
-      got = symm_gpu_test::host_copy_of(grid.local().data_handle(), mine.size());
+      got = symm_gpu_test::host_copy_of(grid.local().data_handle(), grid.size());
       PE_REQUIRE_EQ(got[static_cast<std::size_t>((rows - 1) * cols)], grid_tag(left, rows - 1, 7));
       for (int j = 1; j < cols; ++j)
         PE_REQUIRE_EQ(got[static_cast<std::size_t>((rows - 1) * cols + j)], grid_tag(left, 3, j));
