@@ -338,6 +338,29 @@ SYMM_DEVICE SYMM_FORCEINLINE void group_copy_md_rows(const Group& group, const m
                         reinterpret_cast<const tail_word*>(s + done), (plan.row_bytes - done) / sizeof(tail_word));
   }
 }
+
+//! Device: what put(group, ...) and get(group, ...) do between the group's syncs, from `src` (mapped by `sm`) to `dst`
+//! (mapped by `dm`), `remote` being the side on the other PE: one contiguous run on both sides (a row, or whole arrays)
+//! takes the span forms' vectorised copy; aligned rows group_copy_md_rows; anything else `move(dst_offset,
+//! src_offset)` per element (through the remote side's pe_ref), in the remote side's order (RemoteColumnMajor).
+template <bool RemoteColumnMajor, class Group, class Elem, class Extents, class DstMapping, class SrcMapping, class Move>
+SYMM_DEVICE SYMM_FORCEINLINE void
+group_copy_md(const Group& g, const Extents& shape, Elem* dst, const DstMapping& dm, const Elem* src,
+              const SrcMapping& sm, const void* remote, Move&& move) {
+  if (same_contiguous_order(dm, sm)) {
+    const std::size_t bytes = static_cast<std::size_t>(dm.required_span_size()) * sizeof(Elem);
+    group_copy(g, dst, bytes, src, bytes);
+    return;
+  }
+  if constexpr (Extents::rank() >= 2) { // a tile: rows of 16-byte vectors, when they are aligned on both sides
+    const md_row_plan rows = plan_md_rows(shape, dm, dst, sm, src, static_cast<unsigned>(g.num_threads()));
+    if (rows.rows != 0 && !is_rma_address(remote)) {
+      group_copy_md_rows(g, rows, shape, dst, dm, src, sm);
+      return;
+    }
+  }
+  group_for_each_md<RemoteColumnMajor>(g, shape, dm, sm, move);
+}
 #endif
 } // namespace detail
 
@@ -429,26 +452,11 @@ put(const Group& group, const pe_mdspan<T, E, L>& dst, const cuda::std::mdspan<U
   detail::device_check_same_shape(
       dst.extents(), source.extents(), "symm::put of a multi-dimensional view: the local side's extent");
   detail::with_group_syncs(group, [&](const auto& g) {
-    if (detail::same_contiguous_order(dst.mapping(), source.mapping())) { // a row, or whole arrays: the vector copy
-      const std::size_t bytes = dst.mapping().required_span_size() * sizeof(T);
-      detail::group_copy(g, dst.data_handle().address, bytes, source.data_handle(), bytes);
-      return;
-    }
-    if constexpr (E::rank() >= 2) { // a tile: rows of 16-byte vectors, when they are aligned on both sides
-      T* to = dst.data_handle().address;
-      const detail::md_row_plan rows = detail::plan_md_rows(
-          dst.extents(), dst.mapping(), to, source.mapping(), source.data_handle(),
-          static_cast<unsigned>(g.num_threads()));
-      if (rows.rows != 0 && !detail::is_rma_address(to)) {
-        detail::group_copy_md_rows(g, rows, dst.extents(), to, dst.mapping(), source.data_handle(), source.mapping());
-        return;
-      }
-    }
     const remote_accessor<T> to;
     const U* from = source.data_handle();
-    constexpr bool order = detail::column_major_order<typename pe_mdspan<T, E, L>::mapping_type>;
-    detail::group_for_each_md<order>(g, dst.extents(), dst.mapping(), source.mapping(),
-                                     [&](std::size_t d, std::size_t s) { to.access(dst.data_handle(), d) = from[s]; });
+    detail::group_copy_md<detail::column_major_order<typename pe_mdspan<T, E, L>::mapping_type>>(
+        g, dst.extents(), dst.data_handle().address, dst.mapping(), static_cast<const T*>(from), source.mapping(),
+        dst.data_handle().address, [&](std::size_t d, std::size_t s) { to.access(dst.data_handle(), d) = from[s]; });
   });
 }
 
@@ -461,27 +469,11 @@ get(const Group& group, const cuda::std::mdspan<U, E2, L2, A2>& destination, con
   detail::device_check_same_shape(
       src.extents(), destination.extents(), "symm::get of a multi-dimensional view: the local side's extent");
   detail::with_group_syncs(group, [&](const auto& g) {
-    if (detail::same_contiguous_order(destination.mapping(), src.mapping())) {
-      const std::size_t bytes = src.mapping().required_span_size() * sizeof(T);
-      detail::group_copy(g, destination.data_handle(), bytes, src.data_handle().address, bytes);
-      return;
-    }
-    if constexpr (E::rank() >= 2) {
-      const T* from = src.data_handle().address;
-      const detail::md_row_plan rows = detail::plan_md_rows(
-          src.extents(), destination.mapping(), destination.data_handle(), src.mapping(), from,
-          static_cast<unsigned>(g.num_threads()));
-      if (rows.rows != 0 && !detail::is_rma_address(from)) {
-        detail::group_copy_md_rows(g, rows, src.extents(), destination.data_handle(), destination.mapping(), from,
-                                   src.mapping());
-        return;
-      }
-    }
     const remote_accessor<T> from;
     U* to = destination.data_handle();
-    constexpr bool order = detail::column_major_order<typename pe_mdspan<T, E, L>::mapping_type>;
-    detail::group_for_each_md<order>(
-        g, src.extents(), destination.mapping(), src.mapping(),
+    const U* remote = src.data_handle().address;
+    detail::group_copy_md<detail::column_major_order<typename pe_mdspan<T, E, L>::mapping_type>>(
+        g, src.extents(), to, destination.mapping(), remote, src.mapping(), remote,
         [&](std::size_t d, std::size_t s) { to[d] = from.access(src.data_handle(), s).get(); });
   });
 }
