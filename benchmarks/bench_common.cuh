@@ -18,6 +18,8 @@
 //     implementation: block b copies chunk b of the iteration's slot, then the grid meets in a grid-wide step (a
 //     counter in device memory; the grid is capped at the blocks that can be resident, so the step cannot deadlock),
 //     as perftest's shmem_put_bw does; L2-cold scopes (*_cold) rotate over slots that span at least 4 x the L2;
+//   - bench::strided_points(): column_put_bw and tile_put_bw, a column and a tile of a row-major grid put into the
+//     partner's grid (scopes block, warp, stream), the cells of the target checked, and nothing around them written;
 //   - bench::collective_sweep(): the collective bandwidth points (broadcast_bw, fcollect_bw, alltoall_bw,
 //     allreduce_bw, reduce_scatter_bw; scope "stream": host-issued, or "block": device-side, one block per PE), the
 //     same for every implementation: input pattern, size sweep, lockstep timing of all PEs, verification of every PE's
@@ -187,6 +189,8 @@ inline void usage(const char* prog) {
       "  to --coll-block-max-bytes): broadcast and\n"
       "  allreduce the vector; fcollect the gathered dst (N x src); alltoall the src (= dst, N blocks);\n"
       "  reduce_scatter the src (N x dst). gbps = bytes / median (algorithm bandwidth).\n"
+      "column_put_bw, tile_put_bw (2 PEs; scopes block, warp, stream): column 1 of rows [0, n) (n from 16 to 16384)\n"
+      "  and the n x n tile at column 64 (n from 4 to 1024) of a row-major float grid of 2048 columns; bytes = cells.\n"
       "halo_step (any PE count; scopes eager and graph): a put of 8 B, 4K or 64K to PE (pe + 1) %% N and a barrier\n"
       "  of all PEs on a stream, issued per step or replayed from a CUDA graph; microseconds per step.\n"
       "Environment equivalents: BENCH_PES BENCH_MAX_BYTES BENCH_SMALL_MAX_BYTES BENCH_MIN_BYTES BENCH_REPS\n"
@@ -917,18 +921,13 @@ inline void check_steps(context& c) {
         g_step);
 }
 
-// A point where the issuing PEs operate and their partners wait (put_bw, get_bw, p_lat, ...). Every PE calls it with
-// the same arguments except the pointers. `local_target`: where the data lands if this PE owns it (owns_target), or
-// nullptr for points without a payload check; `seed`: the pattern it must then hold (normally partner() + 1). The
-// owners clear it, the issuers measure (2 PEs: PE 0 alone; 4 or 8: every pair at once, in lockstep, PE 0's
-// calibration for all, each launch timed by its slowest pair), the owners check the first `bytes`. Returns nothing
-// (and sets c.rc) when a check fails; the measurement is PE 0's (the others get one they must ignore).
-template <class Launch>
-std::optional<measurement> one_sided(context& c, direction d, void* local_target, std::size_t bytes, std::uint32_t seed,
-                                     double target_ms, Launch&& launch) {
-  const bool check = local_target != nullptr, owner = owns_target(c, d);
-  if (check && owner) {
-    BENCH_CUDA(cudaMemsetAsync(local_target, 0, bytes, c.stream));
+// one_sided's protocol with the target's check given: on the owner (`owner`), `clear()` enqueues the clearing of the
+// target on c.stream before the point and `count()` returns its wrong words (of `words`) after it.
+template <class Clear, class Count, class Launch>
+std::optional<measurement> one_sided_checked(context& c, bool owner, Clear&& clear, Count&& count, std::size_t words,
+                                             double target_ms, Launch&& launch) {
+  if (owner) {
+    clear();
     BENCH_CUDA(cudaStreamSynchronize(c.stream));
   }
   c.link.barrier();
@@ -944,10 +943,26 @@ std::optional<measurement> one_sided(context& c, direction d, void* local_target
   }
   if (c.issuer()) check_steps(c);
   c.link.barrier();
-  unsigned long long bad = 0;
-  if (check && owner) bad = count_mismatches(local_target, bytes, seed, c.stream);
-  if (!verify_all(c, bad, bytes / 4)) return std::nullopt;
+  const unsigned long long bad = owner ? count() : 0;
+  if (!verify_all(c, bad, words)) return std::nullopt;
   return m;
+}
+
+// A point where the issuing PEs operate and their partners wait (put_bw, get_bw, p_lat, ...). Every PE calls it with
+// the same arguments except the pointers. `local_target`: where the data lands if this PE owns it (owns_target), or
+// nullptr for points without a payload check; `seed`: the pattern it must then hold (normally partner() + 1). The
+// owners clear it, the issuers measure (2 PEs: PE 0 alone; 4 or 8: every pair at once, in lockstep, PE 0's
+// calibration for all, each launch timed by its slowest pair), the owners check the first `bytes`. Returns nothing
+// (and sets c.rc) when a check fails; the measurement is PE 0's (the others get one they must ignore).
+template <class Launch>
+std::optional<measurement> one_sided(context& c, direction d, void* local_target, std::size_t bytes, std::uint32_t seed,
+                                     double target_ms, Launch&& launch) {
+  if (!local_target)
+    return one_sided_checked(
+        c, false, [] {}, [] { return 0ull; }, 0, target_ms, launch);
+  return one_sided_checked(
+      c, owns_target(c, d), [&] { BENCH_CUDA(cudaMemsetAsync(local_target, 0, bytes, c.stream)); },
+      [&] { return count_mismatches(local_target, bytes, seed, c.stream); }, bytes / 4, target_ms, launch);
 }
 
 // bidir_put_bw: both PEs of every pair put `bytes` into each other at once (lockstep launches); each checks that its
@@ -1122,6 +1137,115 @@ inline std::vector<std::size_t> pair_sizes(const context& c) {
 }
 // The grid and threads of p_rate / grid (and atomic_fetch_add_tput): 4 blocks of 256 threads per SM.
 inline constexpr int rate_blocks_per_sm = 4, rate_threads = 256;
+
+// ---- strided points: column_put_bw, tile_put_bw --------------------------------------------------------------------
+// A row-major grid of 4-byte words (floats), strided_pitch words a row (8 KiB), at the start of src and dst of every
+// program; the issuer puts cells of its src grid into the same cells of its partner's dst grid:
+//   column_put_bw  column strided_column of rows [0, n): n words 8 KiB apart (the halo column of a 2-D stencil), n from
+//                  16 to 16384 rows (bytes = 4 n: 64 B to 64 KiB);
+//   tile_put_bw    the n x n tile at row 0, column strided_tile_column (256 B into the row: every row of the tile
+//   starts
+//                  16-byte aligned), n from 4 to 1024 (bytes = 4 n^2: 64 B to 4 MiB).
+// The sizes grow by --sweep-factor. Scopes (strided_scopes): block, one block (256 and 1024 threads tried, the best
+// reported); warp, one warp; each put followed by the group's synchronisation (NVSHMEM's *_block and *_warp calls
+// synchronise themselves), the same cells every iteration (L2-hot: a halo exchange sends the same cells every step);
+// stream, host-issued, one call per iteration (symm's stream put of the views; raw's cudaMemcpy2DAsync; NVSHMEM has no
+// stream form of a strided put). The owner of the target checks every word of the rows the cells span: the pattern
+// inside the cells, 0 outside (a copy that writes beyond them fails too).
+inline constexpr std::size_t strided_pitch = 2048; // words a grid row (a power of two: the check's index arithmetic)
+inline constexpr std::size_t strided_column = 1, strided_tile_column = 64;
+
+enum class strided_kind { column, tile };
+inline constexpr strided_kind strided_kinds[] = {strided_kind::column, strided_kind::tile};
+inline const char* strided_name(strided_kind k) {
+  return k == strided_kind::column ? "column_put_bw" : "tile_put_bw";
+}
+
+// The cells [0, rows) x [col0, col0 + cols) of the grid.
+struct strided_cells {
+  std::size_t rows = 0, cols = 0, col0 = 0;
+  __host__ __device__ std::size_t bytes() const { return rows * cols * 4; }
+  __host__ __device__ std::size_t span_words() const { return rows * strided_pitch; } // the rows the cells span
+  // Word i of the grid (row-major), its row i / pitch and column i % pitch.
+  __host__ __device__ bool holds(std::size_t i) const {
+    const std::size_t col = i % strided_pitch;
+    return i / strided_pitch < rows && col >= col0 && col < col0 + cols;
+  }
+};
+
+struct strided_scope {
+  const char* name;
+  launch_kind kind;
+};
+inline constexpr strided_scope strided_scopes[] = {
+    {"block", launch_kind::block}, {"warp", launch_kind::warp}, {"stream", launch_kind::stream}};
+inline constexpr int strided_block_threads[] = {256, 1024};
+
+// The cells of each size of a kind, within --min-bytes..--max-bytes and a grid of `capacity` bytes.
+inline std::vector<strided_cells> strided_sizes(const context& c, strided_kind k, std::size_t capacity) {
+  std::vector<strided_cells> v;
+  const bool column = k == strided_kind::column;
+  for (std::size_t n : column ? sweep(16, 16384, c.opt.sweep_factor) : sweep(4, 1024, c.opt.sweep_factor)) {
+    const strided_cells s = column ? strided_cells{n, 1, strided_column} : strided_cells{n, n, strided_tile_column};
+    if (s.bytes() >= c.opt.min_bytes && s.bytes() <= c.opt.max_bytes && s.span_words() * 4 <= capacity) v.push_back(s);
+  }
+  return v;
+}
+
+__global__ void
+strided_mismatch_kernel(const std::uint32_t* grid, strided_cells s, std::uint32_t seed, unsigned long long* bad) {
+  unsigned long long mine = 0;
+  const std::size_t words = s.span_words();
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < words;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    mine += grid[i] != (s.holds(i) ? pattern_word(i, seed) : 0u);
+  if (mine) atomicAdd(bad, mine);
+}
+
+// A strided point (one_sided's protocol): the partner of the issuer owns the target grid `local_grid` (this PE's dst),
+// clears the rows the cells span, and checks them afterwards against the issuer's pattern (seed partner() + 1).
+template <class Launch>
+std::optional<measurement>
+strided_one_sided(context& c, void* local_grid, const strided_cells& s, double target_ms, Launch&& launch) {
+  const std::size_t span = s.span_words() * 4;
+  return one_sided_checked(
+      c, owns_target(c, direction::put), [&] { BENCH_CUDA(cudaMemsetAsync(local_grid, 0, span, c.stream)); },
+      [&] {
+        static unsigned long long* bad = nullptr; // one per process, never freed (lives as long as the context)
+        if (!bad) BENCH_CUDA(cudaMalloc(&bad, sizeof *bad));
+        BENCH_CUDA(cudaMemsetAsync(bad, 0, sizeof *bad, c.stream));
+        strided_mismatch_kernel<<<1024, 256, 0, c.stream>>>(
+            static_cast<const std::uint32_t*>(local_grid), s, std::uint32_t(c.partner() + 1), bad);
+        BENCH_LAUNCH_CHECK();
+        unsigned long long h = 0;
+        BENCH_CUDA(cudaMemcpyAsync(&h, bad, sizeof h, cudaMemcpyDeviceToHost, c.stream));
+        BENCH_CUDA(cudaStreamSynchronize(c.stream));
+        return h;
+      },
+      s.span_words(), target_ms, launch);
+}
+
+// Every strided point of an implementation (2 PEs): for each kind, scope and size, `offer(kind, scope, cells, best)`
+// offers the implementation's launches to `best` (a best_of), measured with strided_one_sided; the best is the row.
+template <class Offer>
+void strided_points(context& c, void* local_grid, std::size_t capacity, Offer&& offer) {
+  for (strided_kind k : strided_kinds)
+    for (const strided_scope& sc : strided_scopes) {
+      if (!c.opt.wants(strided_name(k), sc.name)) continue;
+      for (const strided_cells& s : strided_sizes(c, k, capacity)) {
+        set_step("%s %s %s %zu x %zu", c.impl.c_str(), strided_name(k), sc.name, s.rows, s.cols);
+        best_of best;
+        offer(k, sc, s, [&](auto launch, row_info info) {
+          best.offer(strided_one_sided(c, local_grid, s, c.opt.target_ms, launch), std::move(info));
+        });
+        if (best.best) {
+          const measurement& m = *best.best;
+          c.row(strided_name(k), sc.name, s.bytes(), m.iters, m.st.median_us, m.st.min_us, m.st.p90_us, true,
+                best.info);
+        }
+      }
+    }
+}
 
 // ---- collective points ----------------------------------------------------------------------------------------------
 // broadcast_bw, fcollect_bw, alltoall_bw, allreduce_bw (float sum), reduce_scatter_bw: scope "stream" (host-issued on

@@ -217,6 +217,44 @@ struct ctrl_layout {
   static constexpr std::size_t atomics = 1 * MiB, atomics_bytes = 3 * MiB, bytes = 4 * MiB;
 };
 
+// column_put_bw / tile_put_bw (bench::strided_points): a column is one strided put, nvshmemx_float_iput_block / _warp
+// (element strides on both sides; no _nbi form exists); a tile is a put per row (NVSHMEM has no 2-D put), each row by
+// a warp (nvshmemx_float_put[_nbi]_warp, the warps of a block taking rows in turn) or by the whole block
+// (nvshmemx_float_put[_nbi]_block). The block and warp calls synchronise their group themselves; the warp-per-row
+// variant of a block synchronises the block after every tile.
+enum class tile_rows { per_warp, per_block };
+template <strided_kind Kind, int Scope, tile_rows Rows, bool Nbi>
+__global__ void __launch_bounds__(1024)
+    nv_strided_put(float* dst, const float* src, strided_cells s, int peer, long long iters) {
+  constexpr auto pitch = static_cast<std::ptrdiff_t>(strided_pitch);
+  for (long long it = 0; it < iters; ++it) {
+    if constexpr (Kind == strided_kind::column) {
+      if constexpr (Scope == scope_block)
+        nvshmemx_float_iput_block(dst + s.col0, src + s.col0, pitch, pitch, s.rows, peer);
+      else nvshmemx_float_iput_warp(dst + s.col0, src + s.col0, pitch, pitch, s.rows, peer);
+    } else if constexpr (Rows == tile_rows::per_block) {
+      for (std::size_t r = 0; r < s.rows; ++r) {
+        float* d = dst + r * strided_pitch + s.col0;
+        const float* v = src + r * strided_pitch + s.col0;
+        if constexpr (Nbi) nvshmemx_float_put_nbi_block(d, v, s.cols, peer);
+        else nvshmemx_float_put_block(d, v, s.cols, peer);
+      }
+    } else {
+      const unsigned warp = Scope == scope_block ? threadIdx.x / 32 : 0;
+      const unsigned warps = Scope == scope_block ? blockDim.x / 32 : 1;
+      for (std::size_t r = warp; r < s.rows; r += warps) {
+        float* d = dst + r * strided_pitch + s.col0;
+        const float* v = src + r * strided_pitch + s.col0;
+        if constexpr (Nbi) nvshmemx_float_put_nbi_warp(d, v, s.cols, peer);
+        else nvshmemx_float_put_warp(d, v, s.cols, peer);
+      }
+      if constexpr (Scope == scope_block) __syncthreads();
+    }
+    asm volatile("" ::: "memory"); // keep every iteration
+  }
+  nvshmem_quiet();
+}
+
 struct buffers {
   char* src;  // symmetric, max bytes, pattern of seed pe + 1
   char* dst;  // symmetric, max bytes
@@ -304,6 +342,55 @@ void bidir(context& c, const buffers& b) {
     bulk_row(
         c, b, "bidir_put_bw", direction::put, sc, bytes, c.pes_per_device(),
         [&](auto launch) { return two_sided_bw(c, b.dst, bytes, c.opt.target_ms, launch); }, 2.0);
+}
+
+// column_put_bw / tile_put_bw (bench::strided_points): nv_strided_put on one block (256 and 1024 threads) or one warp,
+// the tile's variants (a warp or the block per row, blocking or _nbi) each measured and the best reported (the note
+// names it). No stream scope: NVSHMEM has no stream form of a strided put.
+void strided(context& c, const buffers& b, std::size_t region) {
+  const int peer = c.partner();
+  auto* dst = reinterpret_cast<float*>(b.dst);
+  const auto* src = reinterpret_cast<const float*>(b.src);
+  using kernel_fn = void (*)(float*, const float*, strided_cells, int, long long);
+  strided_points(c, b.dst, region, [&](strided_kind k, const strided_scope& sc, const strided_cells& s, auto add) {
+    if (sc.kind == launch_kind::stream) return;
+    const bool block = sc.kind == launch_kind::block;
+    struct variant {
+      kernel_fn kernel;
+      const char* note;
+    };
+    std::vector<variant> variants;
+    if (k == strided_kind::column) {
+      variants.push_back(
+          block
+              ? variant{nv_strided_put<strided_kind::column, scope_block, tile_rows::per_warp, false>, "nvshmemx_float_"
+                                                                                                       "iput_block"}
+              : variant{nv_strided_put<strided_kind::column, scope_warp, tile_rows::per_warp, false>, "nvshmemx_float_"
+                                                                                                      "iput_warp"});
+    } else if (block) {
+      variants = {{nv_strided_put<strided_kind::tile, scope_block, tile_rows::per_warp, false>, "nvshmemx_float_put_"
+                                                                                                "warp per row"},
+                  {nv_strided_put<strided_kind::tile, scope_block, tile_rows::per_warp, true>, "nvshmemx_float_put_nbi_"
+                                                                                               "warp per row"},
+                  {nv_strided_put<strided_kind::tile, scope_block, tile_rows::per_block, false>, "nvshmemx_float_put_"
+                                                                                                 "block per row"},
+                  {nv_strided_put<strided_kind::tile, scope_block, tile_rows::per_block, true>, "nvshmemx_float_put_"
+                                                                                                "nbi_block per row"}};
+    } else {
+      variants = {{nv_strided_put<strided_kind::tile, scope_warp, tile_rows::per_warp, false>, "nvshmemx_float_put_"
+                                                                                               "warp per row"},
+                  {nv_strided_put<strided_kind::tile, scope_warp, tile_rows::per_warp, true>, "nvshmemx_float_put_nbi_"
+                                                                                              "warp per row"}};
+    }
+    for (const variant& v : variants) {
+      if (!block) {
+        add([&](long long n) { v.kernel<<<1, 32, 0, c.stream>>>(dst, src, s, peer, n); }, {1, 32, v.note});
+        continue;
+      }
+      for (int threads : strided_block_threads)
+        add([&](long long n) { v.kernel<<<1, threads, 0, c.stream>>>(dst, src, s, peer, n); }, {1, threads, v.note});
+    }
+  });
 }
 
 void latency_points(context& c, const buffers& b) {
@@ -540,6 +627,7 @@ int main(int argc, char** argv) {
         bulk(c, b, d, sc);
     bidir(c, b);
     latency_points(c, b);
+    strided(c, b, region);
   } else if (c.pairs()) { // the pair points at 4 or 8 PEs, all pairs at once
     bulk(c, b, direction::put, bulk_scopes[0]);
   }

@@ -129,6 +129,45 @@ __global__ void __launch_bounds__(1024) raw_copy(char* dst, const char* src, bul
   __threadfence_system();
 }
 
+// column_put_bw / tile_put_bw (bench::strided_points): the hand-written strided copies into the peer's mapping, by
+// threads rank..count of the group. A column: a word a thread, the rows strided over the group. A tile: 16-byte
+// vectors, each row by a team of threads (the smallest power of two covering its vectors, at most the group), the
+// teams taking rows in turn.
+__device__ __forceinline__ void
+raw_column(float* to, const float* from, const strided_cells& s, unsigned rank, unsigned count) {
+  for (std::size_t r = rank; r < s.rows; r += count)
+    to[r * strided_pitch + s.col0] = from[r * strided_pitch + s.col0];
+}
+__device__ __forceinline__ void
+raw_tile(float* to, const float* from, const strided_cells& s, unsigned rank, unsigned count) {
+  const auto vectors = static_cast<unsigned>(s.cols / 4);
+  unsigned team = 1;
+  while (team < vectors && team * 2 <= count)
+    team *= 2;
+  const unsigned teams = count / team, lane = rank % team;
+  if (rank / team >= teams) return;
+  for (std::size_t r = rank / team; r < s.rows; r += teams) {
+    auto* d = reinterpret_cast<float4*>(to + r * strided_pitch + s.col0);
+    const auto* v = reinterpret_cast<const float4*>(from + r * strided_pitch + s.col0);
+    for (unsigned i = lane; i < vectors; i += team)
+      d[i] = v[i];
+  }
+}
+
+// One block or one warp (<<<1, 32>>>), the group synchronised after every put.
+template <strided_kind Kind>
+__global__ void __launch_bounds__(1024)
+    raw_strided_put(float* to, const float* from, strided_cells s, long long iters) {
+  for (long long it = 0; it < iters; ++it) {
+    if constexpr (Kind == strided_kind::column) raw_column(to, from, s, threadIdx.x, blockDim.x);
+    else raw_tile(to, from, s, threadIdx.x, blockDim.x);
+    if (blockDim.x > 32) __syncthreads();
+    else __syncwarp();
+    asm volatile("" ::: "memory"); // keep every iteration
+  }
+  __threadfence_system();
+}
+
 // p_lat: a 4-byte store into the peer's mapping, made visible system-wide before the next (nvshmem_int_p +
 // nvshmem_quiet in the NVSHMEM twin, as its perftest shmem_p_latency).
 __global__ void raw_p_lat(int* peer, int mask, long long iters) {
@@ -665,6 +704,34 @@ void floors(context& c, const buffers& b) {
   }
 }
 
+// column_put_bw / tile_put_bw (bench::strided_points): raw_strided_put on one block (256 and 1024 threads) or one
+// warp; scope stream: one cudaMemcpy2DAsync (the copy engine) a put.
+void strided(context& c, const buffers& b, std::size_t region) {
+  auto* to = reinterpret_cast<float*>(b.pdst);
+  const auto* from = reinterpret_cast<const float*>(b.src);
+  strided_points(c, b.dst, region, [&](strided_kind k, const strided_scope& sc, const strided_cells& s, auto add) {
+    if (sc.kind == launch_kind::stream) {
+      constexpr std::size_t pitch = strided_pitch * 4;
+      add(
+          [&](long long n) {
+            for (long long i = 0; i < n; ++i)
+              BENCH_CUDA(cudaMemcpy2DAsync(
+                  to + s.col0, pitch, from + s.col0, pitch, s.cols * 4, s.rows, cudaMemcpyDeviceToDevice, c.stream));
+          },
+          {0, 0, "cudaMemcpy2DAsync"});
+      return;
+    }
+    auto* kernel =
+        k == strided_kind::column ? raw_strided_put<strided_kind::column> : raw_strided_put<strided_kind::tile>;
+    if (sc.kind == launch_kind::warp) {
+      add([&](long long n) { kernel<<<1, 32, 0, c.stream>>>(to, from, s, n); }, {1, 32});
+      return;
+    }
+    for (int threads : strided_block_threads)
+      add([&](long long n) { kernel<<<1, threads, 0, c.stream>>>(to, from, s, n); }, {1, threads});
+  });
+}
+
 void latency_points(context& c, const buffers& b) {
   auto emit =
       [&](const char* name, const char* scope, std::size_t bytes, const std::optional<measurement>& m, bool bw) {
@@ -938,6 +1005,7 @@ int main(int argc, char** argv) {
           bulk(c, b, d, sc);
       bidir(c, b);
       latency_points(c, b);
+      strided(c, b, region);
     } else {
       bulk(c, b, direction::put, bulk_scopes[0]);
     }

@@ -164,6 +164,42 @@ __global__ void barrier_lat(symm::world_ref w, long long iters) {
     barrier.barrier();
 }
 
+// column_put_bw / tile_put_bw (bench::strided_points): a put of a column or a tile of the grid between symm's views,
+// the group synchronised after every put, as a symm user writes it: the views made once, a symm::submdspan of the
+// peer's grid and of the local one.
+using grid_ref = symm::mdarray_ref<float, cuda::std::dextents<int, 2>>;
+template <strided_kind Kind>
+__host__ __device__ auto cells_of(const auto& grid, const strided_cells& s) {
+  const cuda::std::pair<int, int> rows{0, static_cast<int>(s.rows)};
+  if constexpr (Kind == strided_kind::column) return symm::submdspan(grid, rows, static_cast<int>(s.col0));
+  else
+    return symm::submdspan(grid, rows,
+                           cuda::std::pair<int, int>{static_cast<int>(s.col0), static_cast<int>(s.col0 + s.cols)});
+}
+
+template <strided_kind Kind, class Group>
+__device__ void put_cells(const Group& g, grid_ref dst, grid_ref src, int peer, const strided_cells& s,
+                          long long iters) {
+  const auto to = cells_of<Kind>(symm::remote(dst, peer), s);
+  const auto from = cells_of<Kind>(src.local(), s);
+  for (long long it = 0; it < iters; ++it) {
+    symm::put(g, to, from);
+    g.sync();
+    asm volatile("" ::: "memory"); // keep every iteration, as bench_raw does
+  }
+  symm::quiet();
+}
+
+template <strided_kind Kind>
+__global__ void __launch_bounds__(1024)
+    block_put_cells(grid_ref dst, grid_ref src, int peer, strided_cells s, long long iters) {
+  put_cells<Kind>(cg::this_thread_block(), dst, src, peer, s, iters);
+}
+template <strided_kind Kind>
+__global__ void warp_put_cells(grid_ref dst, grid_ref src, int peer, strided_cells s, long long iters) {
+  put_cells<Kind>(cg::tiled_partition<32>(cg::this_thread_block()), dst, src, peer, s, iters);
+}
+
 struct state {
   symm::world* world;
   symm::array<char>* src;
@@ -252,6 +288,52 @@ void bidir(context& c, state& s) {
     bulk_row(
         c, s, "bidir_put_bw", direction::put, sc, bytes, c.pes_per_device(),
         [&](auto launch) { return two_sided_bw(c, landing, bytes, c.opt.target_ms, launch); }, 2.0);
+}
+
+// column_put_bw / tile_put_bw (bench::strided_points): symm's device put of the views on one block (256 and 1024
+// threads) or one warp; scope stream: symm::put(stream, ...) of the views, one call per iteration.
+void strided(context& c, state& s) {
+  const int peer = c.partner();
+  const auto rows = static_cast<int>(s.dst->size() / (strided_pitch * sizeof(float)));
+  const grid_ref::mapping_type mapping(cuda::std::dextents<int, 2>(rows, static_cast<int>(strided_pitch)));
+  const std::size_t words = static_cast<std::size_t>(rows) * strided_pitch;
+  const grid_ref dst(symm::array_cast<float>(symm::array_ref<char>(*s.dst)).subarray(0, words), mapping);
+  const grid_ref src(symm::array_cast<float>(symm::array_ref<char>(*s.src)).subarray(0, words), mapping);
+  std::vector<symm::future<>> pending;
+  strided_points(
+      c, s.dst->local().data(), words * sizeof(float),
+      [&](strided_kind k, const strided_scope& sc, const strided_cells& cells, auto add) {
+        const bool column = k == strided_kind::column;
+        if (sc.kind == launch_kind::stream) {
+          auto stream_put = [&](auto to, auto from) {
+            add(
+                [&, to, from](long long n) {
+                  pending.clear();
+                  pending.reserve(static_cast<std::size_t>(n));
+                  for (long long i = 0; i < n; ++i)
+                    pending.push_back(symm::put(c.stream, to, from));
+                },
+                {0, 0, "symm::put(stream)"});
+          };
+          if (column)
+            stream_put(cells_of<strided_kind::column>(symm::remote(dst, peer), cells),
+                       cells_of<strided_kind::column>(src.local(), cells));
+          else
+            stream_put(cells_of<strided_kind::tile>(symm::remote(dst, peer), cells),
+                       cells_of<strided_kind::tile>(src.local(), cells));
+          pending.clear();
+          return;
+        }
+        using kernel_fn = void (*)(grid_ref, grid_ref, int, strided_cells, long long);
+        if (sc.kind == launch_kind::warp) {
+          kernel_fn k_warp = column ? warp_put_cells<strided_kind::column> : warp_put_cells<strided_kind::tile>;
+          add([&](long long n) { k_warp<<<1, 32, 0, c.stream>>>(dst, src, peer, cells, n); }, {1, 32});
+          return;
+        }
+        kernel_fn k_block = column ? block_put_cells<strided_kind::column> : block_put_cells<strided_kind::tile>;
+        for (int threads : strided_block_threads)
+          add([&](long long n) { k_block<<<1, threads, 0, c.stream>>>(dst, src, peer, cells, n); }, {1, threads});
+      });
 }
 
 void latency_points(context& c, state& s) {
@@ -502,6 +584,7 @@ int main(int argc, char** argv) {
           bulk(c, s, d, sc);
       bidir(c, s);
       latency_points(c, s);
+      strided(c, s);
     } else if (c.pairs()) { // the pair points at 4 or 8 PEs, all pairs at once
       bulk(c, s, direction::put, bulk_scopes[0]);
     }
