@@ -1143,15 +1143,15 @@ inline constexpr int rate_blocks_per_sm = 4, rate_threads = 256;
 // program; the issuer puts cells of its src grid into the same cells of its partner's dst grid:
 //   column_put_bw  column strided_column of rows [0, n): n words 8 KiB apart (the halo column of a 2-D stencil), n from
 //                  16 to 16384 rows (bytes = 4 n: 64 B to 64 KiB);
-//   tile_put_bw    the n x n tile at row 0, column strided_tile_column (256 B into the row: every row of the tile
-//   starts
-//                  16-byte aligned), n from 4 to 1024 (bytes = 4 n^2: 64 B to 4 MiB).
+//   tile_put_bw    the n x n tile at row 0, column strided_tile_column (256 B into the row: every row of the
+//                  tile starts 16-byte aligned), n from 4 to 1024 (bytes = 4 n^2: 64 B to 4 MiB).
+// Every PE first writes the pattern of seed pe + 1 into its src grid again (earlier points may have used src).
 // The sizes grow by --sweep-factor. Scopes (strided_scopes): block, one block (256 and 1024 threads tried, the best
 // reported); warp, one warp; each put followed by the group's synchronisation (NVSHMEM's *_block and *_warp calls
 // synchronise themselves), the same cells every iteration (L2-hot: a halo exchange sends the same cells every step);
 // stream, host-issued, one call per iteration (symm's stream put of the views; raw's cudaMemcpy2DAsync; NVSHMEM has no
-// stream form of a strided put). The owner of the target checks every word of the rows the cells span: the pattern
-// inside the cells, 0 outside (a copy that writes beyond them fails too).
+// stream form of a strided put). The owner of the target checks every word of the rows the cells span and of the row
+// after them: the pattern inside the cells, 0 outside (a copy that writes beyond them fails too).
 inline constexpr std::size_t strided_pitch = 2048; // words a grid row (a power of two: the check's index arithmetic)
 inline constexpr std::size_t strided_column = 1, strided_tile_column = 64;
 
@@ -1165,7 +1165,8 @@ inline const char* strided_name(strided_kind k) {
 struct strided_cells {
   std::size_t rows = 0, cols = 0, col0 = 0;
   __host__ __device__ std::size_t bytes() const { return rows * cols * 4; }
-  __host__ __device__ std::size_t span_words() const { return rows * strided_pitch; } // the rows the cells span
+  // The words the check covers: the rows the cells span and the row after them.
+  __host__ __device__ std::size_t span_words() const { return (rows + 1) * strided_pitch; }
   // Word i of the grid (row-major), its row i / pitch and column i % pitch.
   __host__ __device__ bool holds(std::size_t i) const {
     const std::size_t col = i % strided_pitch;
@@ -1227,8 +1228,17 @@ strided_one_sided(context& c, void* local_grid, const strided_cells& s, double t
 
 // Every strided point of an implementation (2 PEs): for each kind, scope and size, `offer(kind, scope, cells, best)`
 // offers the implementation's launches to `best` (a best_of), measured with strided_one_sided; the best is the row.
+// `local_src` and `local_grid`: this PE's src and dst grids, `capacity` bytes each.
 template <class Offer>
-void strided_points(context& c, void* local_grid, std::size_t capacity, Offer&& offer) {
+void strided_points(context& c, void* local_src, void* local_grid, std::size_t capacity, Offer&& offer) {
+  bool any = false;
+  for (strided_kind k : strided_kinds)
+    for (const strided_scope& sc : strided_scopes)
+      any = any || c.opt.wants(strided_name(k), sc.name);
+  if (!any) return;
+  set_step("%s strided points: the source pattern", c.impl.c_str());
+  fill_pattern(local_src, capacity, std::uint32_t(c.pe + 1), c.stream);
+  c.link.barrier();
   for (strided_kind k : strided_kinds)
     for (const strided_scope& sc : strided_scopes) {
       if (!c.opt.wants(strided_name(k), sc.name)) continue;

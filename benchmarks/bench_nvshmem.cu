@@ -352,7 +352,7 @@ void strided(context& c, const buffers& b, std::size_t region) {
   auto* dst = reinterpret_cast<float*>(b.dst);
   const auto* src = reinterpret_cast<const float*>(b.src);
   using kernel_fn = void (*)(float*, const float*, strided_cells, int, long long);
-  strided_points(c, b.dst, region, [&](strided_kind k, const strided_scope& sc, const strided_cells& s, auto add) {
+  strided_points(c, b.src, b.dst, region, [&](strided_kind k, const strided_scope& sc, const strided_cells& s, auto add) {
     if (sc.kind == launch_kind::stream) return;
     const bool block = sc.kind == launch_kind::block;
     struct variant {
@@ -362,25 +362,33 @@ void strided(context& c, const buffers& b, std::size_t region) {
     std::vector<variant> variants;
     if (k == strided_kind::column) {
       variants.push_back(
-          block
-              ? variant{nv_strided_put<strided_kind::column, scope_block, tile_rows::per_warp, false>, "nvshmemx_float_"
-                                                                                                       "iput_block"}
-              : variant{nv_strided_put<strided_kind::column, scope_warp, tile_rows::per_warp, false>, "nvshmemx_float_"
-                                                                                                      "iput_warp"});
+          block ? variant{nv_strided_put<strided_kind::column, scope_block, tile_rows::per_warp, false>,
+                          "nvshmemx_float_"
+                          "iput_block"}
+                : variant{nv_strided_put<strided_kind::column, scope_warp, tile_rows::per_warp, false>,
+                          "nvshmemx_float_"
+                          "iput_warp"});
     } else if (block) {
-      variants = {{nv_strided_put<strided_kind::tile, scope_block, tile_rows::per_warp, false>, "nvshmemx_float_put_"
-                                                                                                "warp per row"},
-                  {nv_strided_put<strided_kind::tile, scope_block, tile_rows::per_warp, true>, "nvshmemx_float_put_nbi_"
-                                                                                               "warp per row"},
-                  {nv_strided_put<strided_kind::tile, scope_block, tile_rows::per_block, false>, "nvshmemx_float_put_"
-                                                                                                 "block per row"},
-                  {nv_strided_put<strided_kind::tile, scope_block, tile_rows::per_block, true>, "nvshmemx_float_put_"
-                                                                                                "nbi_block per row"}};
+      variants = {
+          {nv_strided_put<strided_kind::tile, scope_block, tile_rows::per_warp, false>,
+           "nvshmemx_float_put_"
+           "warp per row"},
+          {nv_strided_put<strided_kind::tile, scope_block, tile_rows::per_warp, true>,
+           "nvshmemx_float_put_nbi_"
+           "warp per row"},
+          {nv_strided_put<strided_kind::tile, scope_block, tile_rows::per_block, false>,
+           "nvshmemx_float_put_"
+           "block per row"},
+          {nv_strided_put<strided_kind::tile, scope_block, tile_rows::per_block, true>,
+           "nvshmemx_float_put_"
+           "nbi_block per row"}};
     } else {
-      variants = {{nv_strided_put<strided_kind::tile, scope_warp, tile_rows::per_warp, false>, "nvshmemx_float_put_"
-                                                                                               "warp per row"},
-                  {nv_strided_put<strided_kind::tile, scope_warp, tile_rows::per_warp, true>, "nvshmemx_float_put_nbi_"
-                                                                                              "warp per row"}};
+      variants = {{nv_strided_put<strided_kind::tile, scope_warp, tile_rows::per_warp, false>,
+                   "nvshmemx_float_put_"
+                   "warp per row"},
+                  {nv_strided_put<strided_kind::tile, scope_warp, tile_rows::per_warp, true>,
+                   "nvshmemx_float_put_nbi_"
+                   "warp per row"}};
     }
     for (const variant& v : variants) {
       if (!block) {

@@ -709,27 +709,28 @@ void floors(context& c, const buffers& b) {
 void strided(context& c, const buffers& b, std::size_t region) {
   auto* to = reinterpret_cast<float*>(b.pdst);
   const auto* from = reinterpret_cast<const float*>(b.src);
-  strided_points(c, b.dst, region, [&](strided_kind k, const strided_scope& sc, const strided_cells& s, auto add) {
-    if (sc.kind == launch_kind::stream) {
-      constexpr std::size_t pitch = strided_pitch * 4;
-      add(
-          [&](long long n) {
-            for (long long i = 0; i < n; ++i)
-              BENCH_CUDA(cudaMemcpy2DAsync(
-                  to + s.col0, pitch, from + s.col0, pitch, s.cols * 4, s.rows, cudaMemcpyDeviceToDevice, c.stream));
-          },
-          {0, 0, "cudaMemcpy2DAsync"});
-      return;
-    }
-    auto* kernel =
-        k == strided_kind::column ? raw_strided_put<strided_kind::column> : raw_strided_put<strided_kind::tile>;
-    if (sc.kind == launch_kind::warp) {
-      add([&](long long n) { kernel<<<1, 32, 0, c.stream>>>(to, from, s, n); }, {1, 32});
-      return;
-    }
-    for (int threads : strided_block_threads)
-      add([&](long long n) { kernel<<<1, threads, 0, c.stream>>>(to, from, s, n); }, {1, threads});
-  });
+  strided_points(
+      c, b.src, b.dst, region, [&](strided_kind k, const strided_scope& sc, const strided_cells& s, auto add) {
+        if (sc.kind == launch_kind::stream) {
+          constexpr std::size_t pitch = strided_pitch * 4;
+          add(
+              [&](long long n) {
+                for (long long i = 0; i < n; ++i)
+                  BENCH_CUDA(cudaMemcpy2DAsync(to + s.col0, pitch, from + s.col0, pitch, s.cols * 4, s.rows,
+                                               cudaMemcpyDeviceToDevice, c.stream));
+              },
+              {0, 0, "cudaMemcpy2DAsync"});
+          return;
+        }
+        auto* kernel =
+            k == strided_kind::column ? raw_strided_put<strided_kind::column> : raw_strided_put<strided_kind::tile>;
+        if (sc.kind == launch_kind::warp) {
+          add([&](long long n) { kernel<<<1, 32, 0, c.stream>>>(to, from, s, n); }, {1, 32});
+          return;
+        }
+        for (int threads : strided_block_threads)
+          add([&](long long n) { kernel<<<1, threads, 0, c.stream>>>(to, from, s, n); }, {1, threads});
+      });
 }
 
 void latency_points(context& c, const buffers& b) {

@@ -301,7 +301,7 @@ void strided(context& c, state& s) {
   const grid_ref src(symm::array_cast<float>(symm::array_ref<char>(*s.src)).subarray(0, words), mapping);
   std::vector<symm::future<>> pending;
   strided_points(
-      c, s.dst->local().data(), words * sizeof(float),
+      c, s.src->local().data(), s.dst->local().data(), words * sizeof(float),
       [&](strided_kind k, const strided_scope& sc, const strided_cells& cells, auto add) {
         const bool column = k == strided_kind::column;
         if (sc.kind == launch_kind::stream) {
