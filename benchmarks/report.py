@@ -48,8 +48,8 @@ FLOOR_CHECK_MIN_BYTES = 1 << 20
 # even an L2-hot row is bounded by HBM and is checked against the HBM floor too.
 BEYOND_L2_BYTES = 64 << 20
 BENCH_ORDER = ["hbm_floor", "put_bw", "get_bw", "bidir_put_bw", "column_put_bw", "tile_put_bw", "p_rate", "p_lat",
-               "g_lat", "atomic_fetch_add_lat", "atomic_fetch_add_tput", "pingpong", "pingpong_signal", "barrier_lat", "halo_step", "broadcast_bw",
-               "fcollect_bw", "alltoall_bw", "allreduce_bw", "reduce_scatter_bw"]
+               "g_lat", "atomic_fetch_add_lat", "atomic_fetch_add_tput", "pingpong", "pingpong_signal", "barrier_lat",
+               "halo_step", "broadcast_bw", "fcollect_bw", "alltoall_bw", "allreduce_bw", "reduce_scatter_bw"]
 
 
 def is_bandwidth(benchmark):
