@@ -17,6 +17,7 @@
 #include <symm/mdarray_ref.hpp>
 #include <symm/rma.hpp>
 
+#include <cuda/std/bit>
 #include <cuda/std/mdspan>
 
 #if SYMM_CUDA_COMPILATION()
@@ -277,12 +278,11 @@ SYMM_HOST_DEVICE md_row_plan plan_md_rows(const Extents& shape, const DstMapping
     if ((misaligned & 15) != 0 || row_bytes < 16 || threads == 0) return plan;
     plan.rows = rows;
     plan.row_bytes = row_bytes;
-    // The smallest power of two at least the row's vectors, and at most the group's threads.
+    // The smallest power of two at least the row's vectors, and at most the group's threads (a power of two too, so
+    // that the copy splits a thread's rank into team and lane with shifts).
     const std::size_t vectors = row_bytes / 16;
-    unsigned team = 1;
-    while (team < vectors && team * 2 <= threads)
-      team *= 2;
-    plan.team = team;
+    const auto widest = cuda::std::bit_floor(threads);
+    plan.team = vectors < widest ? static_cast<unsigned>(cuda::std::bit_ceil(vectors)) : widest;
   }
   return plan;
 }
@@ -315,21 +315,74 @@ group_for_each_md(const Group& group, const Extents& shape, const DstMapping& dm
   }
 }
 
-//! Device: `group` copies the rows of `plan` (plan_md_rows), row r from src + its offset to dst + its offset.
+//! Device: `group` copies the rows of `plan` (plan_md_rows), row r from src + its offset to dst + its offset. Rows of
+//! whole vectors (the usual tile) go four rows at a time per team, each lane loading its vectors of the four rows
+//! before it stores them: four loads in flight, as the contiguous copy keeps them, however few vectors a lane has in
+//! one row. Measured on an H100 (docs/benchmarks-h100, 2026-12-07-tile-rows): a row at a time took up to 1.6x the
+//! time of a hand-written tile copy.
 template <class Group, class T, class Extents, class DstMapping, class SrcMapping>
 SYMM_DEVICE SYMM_FORCEINLINE void group_copy_md_rows(const Group& group, const md_row_plan& plan, const Extents& shape,
                                                      T* dst, const DstMapping& dm, const T* src, const SrcMapping& sm) {
   const auto rank = static_cast<unsigned>(group.thread_rank()), count = static_cast<unsigned>(group.num_threads());
-  const unsigned team = rank / plan.team, lane = rank % plan.team, teams = count / plan.team;
+  const auto shift = static_cast<unsigned>(cuda::std::countr_zero(plan.team)); // plan.team is a power of two
+  const unsigned team = rank >> shift, lane = rank & (plan.team - 1), teams = count >> shift;
   if (team >= teams) return; // the threads beyond the last whole team
   const std::size_t vectors = plan.row_bytes / 16, done = vectors * 16;
+  const auto from = [&](std::size_t offset) { return reinterpret_cast<const int4*>(src + offset); };
+  const auto to = [&](std::size_t offset) { return reinterpret_cast<int4*>(dst + offset); };
+  const std::size_t step = teams;
+  std::size_t row = team;
+  if (done == plan.row_bytes && vectors <= plan.team) { // a vector of a row per lane at most: no loop over a row
+    if (lane >= vectors) return;
+#  pragma unroll 1
+    for (; row + 3 * step < plan.rows; row += 4 * step) {
+      const md_offsets a = linear_offsets<Extents::rank() - 1>(shape, dm, sm, row);
+      const md_offsets b = linear_offsets<Extents::rank() - 1>(shape, dm, sm, row + step);
+      const md_offsets c = linear_offsets<Extents::rank() - 1>(shape, dm, sm, row + 2 * step);
+      const md_offsets d = linear_offsets<Extents::rank() - 1>(shape, dm, sm, row + 3 * step);
+      const int4 va = from(a.src)[lane], vb = from(b.src)[lane], vc = from(c.src)[lane], vd = from(d.src)[lane];
+      to(a.dst)[lane] = va;
+      to(b.dst)[lane] = vb;
+      to(c.dst)[lane] = vc;
+      to(d.dst)[lane] = vd;
+    }
+#  pragma unroll 1
+    for (; row < plan.rows; row += step) {
+      const md_offsets at = linear_offsets<Extents::rank() - 1>(shape, dm, sm, row);
+      to(at.dst)[lane] = from(at.src)[lane];
+    }
+    return;
+  }
+  if (done == plan.row_bytes) { // rows wider than a team: a lane's vectors of four rows, then the last rows
+#  pragma unroll 1
+    for (; row + 3 * step < plan.rows; row += 4 * step) {
+      const md_offsets a = linear_offsets<Extents::rank() - 1>(shape, dm, sm, row);
+      const md_offsets b = linear_offsets<Extents::rank() - 1>(shape, dm, sm, row + step);
+      const md_offsets c = linear_offsets<Extents::rank() - 1>(shape, dm, sm, row + 2 * step);
+      const md_offsets d = linear_offsets<Extents::rank() - 1>(shape, dm, sm, row + 3 * step);
+#  pragma unroll 1
+      for (std::size_t v = lane; v < vectors; v += plan.team) {
+        const int4 va = from(a.src)[v], vb = from(b.src)[v], vc = from(c.src)[v], vd = from(d.src)[v];
+        to(a.dst)[v] = va;
+        to(b.dst)[v] = vb;
+        to(c.dst)[v] = vc;
+        to(d.dst)[v] = vd;
+      }
+    }
+#  pragma unroll 1
+    for (; row < plan.rows; row += step) {
+      const md_offsets at = linear_offsets<Extents::rank() - 1>(shape, dm, sm, row);
+      copy_vectors(lane, plan.team, to(at.dst), from(at.src), vectors);
+    }
+    return;
+  }
   // The tail (under 16 bytes, a whole number of elements, 16-byte aligned) in the widest word an element divides into:
   // an element is never written in pieces narrower than it needs.
   using tail_word =
       std::conditional_t<sizeof(T) % 8 == 0, std::uint64_t,
                          std::conditional_t<sizeof(T) % 4 == 0, std::uint32_t,
                                             std::conditional_t<sizeof(T) % 2 == 0, std::uint16_t, std::uint8_t>>>;
-  for (std::size_t row = team; row < plan.rows; row += teams) {
+  for (; row < plan.rows; row += teams) {
     const md_offsets at = linear_offsets<Extents::rank() - 1>(shape, dm, sm, row);
     auto* d = reinterpret_cast<unsigned char*>(dst + at.dst);
     const auto* s = reinterpret_cast<const unsigned char*>(src + at.src);

@@ -489,7 +489,9 @@ __global__ void md_tile_kernel(int_grid grid, int left, int* tile) {
 
 // Tiles whose rows all start 16-byte aligned on both sides (a 40-int grid: 160-byte rows): copied row by row with
 // 16-byte vectors, a team of threads a row. A block puts a 32 x 32 tile (128-byte rows, teams of 8); a warp gets a
-// 12 x 6 tile (24-byte rows: one vector and an 8-byte tail) into a buffer of 8-int rows; one thread puts a 3 x 4 tile.
+// 12 x 6 tile (24-byte rows: one vector and an 8-byte tail) into a buffer of 8-int rows; one thread puts a 3 x 4 tile;
+// a group of 4 threads puts an 18 x 4 tile (one vector a row, a thread a row: four rows at a time, then two); another
+// thread puts a 4 x 8 tile (two vectors a row, four rows at a time).
 // No put lands where a put or the get reads (the puts read rows 32-63, the get rows 5-16 columns 0-5).
 __global__ void md_aligned_tiles_kernel(int_grid grid, int right, int left, int* out) {
   symm::put(cg::this_thread_block(), symm::submdspan(symm::remote(grid, right), md::pair{0, 32}, md::pair{8, 40}),
@@ -502,6 +504,13 @@ __global__ void md_aligned_tiles_kernel(int_grid grid, int right, int left, int*
   if (threadIdx.x == 0)
     symm::put(symm::this_thread(), symm::submdspan(symm::remote(grid, right), md::pair{40, 43}, md::pair{0, 4}),
               symm::submdspan(grid.local(), md::pair{50, 53}, md::pair{36, 40}));
+  if (threadIdx.x == 1)
+    symm::put(symm::this_thread(), symm::submdspan(symm::remote(grid, right), md::pair{17, 21}, md::pair{0, 8}),
+              symm::submdspan(grid.local(), md::pair{21, 25}, md::pair{0, 8}));
+  const auto quad = cg::tiled_partition<4>(cg::this_thread_block());
+  if (quad.meta_group_rank() == 8)
+    symm::put(quad, symm::submdspan(symm::remote(grid, right), md::pair{43, 61}, md::pair{0, 4}),
+              symm::submdspan(grid.local(), md::pair{32, 50}, md::pair{36, 40}));
 }
 
 // A row-major buffer put whole into the right neighbour's column-major array: every element once, the block stepping
@@ -538,6 +547,8 @@ TEST_CASE("mdarray on the GPU heap: tiles of aligned rows, copied a row per team
           int want = grid_tag(me, i, j);
           if (i < 32 && j >= 8) want = grid_tag(left, i + 32, j - 4);
           if (i >= 40 && i < 43 && j < 4) want = grid_tag(left, i + 10, j + 36);
+          if (i >= 43 && i < 61 && j < 4) want = grid_tag(left, i - 11, j + 36);
+          if (i >= 17 && i < 21 && j < 8) want = grid_tag(left, i + 4, j);
           PE_REQUIRE_EQ(got[static_cast<std::size_t>(i * cols + j)], want);
         }
       for (int i = 0; i < 12; ++i) // rows 5-16, columns 0-5 of the left PE's copy: no put writes there

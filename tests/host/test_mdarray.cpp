@@ -242,6 +242,13 @@ TEST_CASE("device strided copies: rows of 16-byte vectors when every row is alig
   CHECK(plan(symm::submdspan(g64, md::pair{0, 2}, md::pair{0, 60}),
              symm::submdspan(g64, md::pair{2, 4}, md::pair{0, 60}), 8)
             .team == 8);
+  // A power of two whatever the counts: 3 vectors a row take a team of 4, a group of 12 threads teams of at most 8.
+  CHECK(plan(symm::submdspan(g64, md::pair{0, 2}, md::pair{0, 12}),
+             symm::submdspan(g64, md::pair{2, 4}, md::pair{0, 12}), 128)
+            .team == 4);
+  CHECK(plan(symm::submdspan(g64, md::pair{0, 2}, md::pair{0, 64}),
+             symm::submdspan(g64, md::pair{2, 4}, md::pair{0, 64}), 12)
+            .team == 8);
   // Element by element: a row start 8 bytes off on one side, a row pitch of 36 bytes, an inner stride that is not 1,
   // one dimension.
   CHECK(plan(a, symm::submdspan(g, md::pair{4, 8}, md::pair{2, 10}), 128).rows == 0);
