@@ -253,7 +253,8 @@ inline constexpr bool column_major_order = std::is_same_v<typename RemoteMapping
 
 //! How a group copies a view row by row (its innermost dimension, contiguous on both sides: a tile of a row-major
 //! grid), each row with 16-byte vectors by a team of `team` threads (the smallest power of two that gives each a
-//! vector, so that narrow rows keep many teams busy and wide ones few), the teams taking rows in turn; a row's tail
+//! vector, at most the largest power of two of the group's threads, so that narrow rows keep many teams busy and wide
+//! ones few), the teams taking rows in turn; a row's tail
 //! in the element's widest word. `rows == 0`: not this way (rank below 2, an inner stride that is not 1, a row start
 //! that is not 16-byte aligned on both sides, rows shorter than a vector); the caller copies element by element then.
 struct md_row_plan {
@@ -278,8 +279,8 @@ SYMM_HOST_DEVICE md_row_plan plan_md_rows(const Extents& shape, const DstMapping
     if ((misaligned & 15) != 0 || row_bytes < 16 || threads == 0) return plan;
     plan.rows = rows;
     plan.row_bytes = row_bytes;
-    // The smallest power of two at least the row's vectors, and at most the group's threads (a power of two too, so
-    // that the copy splits a thread's rank into team and lane with shifts).
+    // The smallest power of two at least the row's vectors, and at most the largest power of two not above the
+    // group's threads (so that the copy splits a thread's rank into team and lane with shifts).
     const std::size_t vectors = row_bytes / 16;
     const auto widest = cuda::std::bit_floor(threads);
     plan.team = vectors < widest ? static_cast<unsigned>(cuda::std::bit_ceil(vectors)) : widest;

@@ -492,7 +492,8 @@ __global__ void md_tile_kernel(int_grid grid, int left, int* tile) {
 // 12 x 6 tile (24-byte rows: one vector and an 8-byte tail) into a buffer of 8-int rows; one thread puts a 3 x 4 tile;
 // a group of 4 threads puts an 18 x 4 tile (one vector a row, a thread a row: four rows at a time, then two); another
 // thread puts a 4 x 8 tile (two vectors a row, four rows at a time).
-// No put lands where a put or the get reads (the puts read rows 32-63, the get rows 5-16 columns 0-5).
+// No put lands where a put or the get reads (the puts read rows 21-24 columns 0-7 and rows 32-63, the get rows 5-16
+// columns 0-5).
 __global__ void md_aligned_tiles_kernel(int_grid grid, int right, int left, int* out) {
   symm::put(cg::this_thread_block(), symm::submdspan(symm::remote(grid, right), md::pair{0, 32}, md::pair{8, 40}),
             symm::submdspan(grid.local(), md::pair{32, 64}, md::pair{4, 36}));
@@ -511,6 +512,19 @@ __global__ void md_aligned_tiles_kernel(int_grid grid, int right, int left, int*
   if (quad.meta_group_rank() == 8)
     symm::put(quad, symm::submdspan(symm::remote(grid, right), md::pair{43, 61}, md::pair{0, 4}),
               symm::submdspan(grid.local(), md::pair{32, 50}, md::pair{36, 40}));
+}
+
+// Teams wider than a lane's share and a group that is not a power of two, on a 28 x 40 grid: a block of 96 threads puts
+// a 9 x 12 tile (3 vectors a row: teams of 4 with one lane idle, 24 teams of which 9 have a row), a group of 4 threads
+// a 5 x 36 tile (9 vectors a row: lane 0 moves three, the others two; four rows at a time, then one). The puts land in
+// rows 0-8 and 18-22 and read rows 9-17 and 23-27.
+__global__ void md_team_shapes_kernel(int_grid grid, int right) {
+  symm::put(cg::this_thread_block(), symm::submdspan(symm::remote(grid, right), md::pair{0, 9}, md::pair{4, 16}),
+            symm::submdspan(grid.local(), md::pair{9, 18}, md::pair{0, 12}));
+  const auto quad = cg::tiled_partition<4>(cg::this_thread_block());
+  if (quad.meta_group_rank() == 0)
+    symm::put(quad, symm::submdspan(symm::remote(grid, right), md::pair{18, 23}, md::pair{4, 40}),
+              symm::submdspan(grid.local(), md::pair{23, 28}, md::pair{0, 36}));
 }
 
 // A row-major buffer put whole into the right neighbour's column-major array: every element once, the block stepping
@@ -591,6 +605,24 @@ TEST_CASE("mdarray on the GPU heap: tiles of aligned rows, copied a row per team
           .wait();
       for (int i = 0; i < 4; ++i)
         PE_REQUIRE_EQ(column[static_cast<std::size_t>(i)], -(left * 100 + i * 5 + 2));
+      world.barrier();
+
+      // Teams and groups of other shapes (md_team_shapes_kernel), on a grid of their own.
+      symm::mdarray<int, md::dextents<int, 2>> shapes(world, 28, cols);
+      upload_tags(shapes, me);
+      world.barrier();
+      md_team_shapes_kernel<<<1, 96>>>(shapes, right);
+      GPU_CHECK(cudaGetLastError());
+      GPU_CHECK(cudaDeviceSynchronize());
+      world.barrier();
+      const std::vector<int> shaped = symm_gpu_test::host_copy_of(shapes.local().data_handle(), shapes.size());
+      for (int i = 0; i < 28; ++i)
+        for (int j = 0; j < cols; ++j) {
+          int want = grid_tag(me, i, j);
+          if (i < 9 && j >= 4 && j < 16) want = grid_tag(left, i + 9, j - 4);
+          if (i >= 18 && i < 23 && j >= 4) want = grid_tag(left, i + 5, j - 4);
+          PE_REQUIRE_EQ(shaped[static_cast<std::size_t>(i * cols + j)], want);
+        }
       world.barrier();
     }));
   }
