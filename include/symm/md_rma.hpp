@@ -254,9 +254,9 @@ inline constexpr bool column_major_order = std::is_same_v<typename RemoteMapping
 //! How a group copies a view row by row (its innermost dimension, contiguous on both sides: a tile of a row-major
 //! grid), each row with 16-byte vectors by a team of `team` threads (the smallest power of two that gives each a
 //! vector, at most the largest power of two of the group's threads, so that narrow rows keep many teams busy and wide
-//! ones few), the teams taking rows in turn; a row's tail
-//! in the element's widest word. `rows == 0`: not this way (rank below 2, an inner stride that is not 1, a row start
-//! that is not 16-byte aligned on both sides, rows shorter than a vector); the caller copies element by element then.
+//! ones few), the teams taking rows in turn; a row's tail in the element's widest word. `rows == 0`: not this way (rank
+//! below 2, an inner stride that is not 1, a row start that is not 16-byte aligned on both sides, rows shorter than a
+//! vector); the caller copies element by element then.
 struct md_row_plan {
   std::size_t rows = 0, row_bytes = 0;
   unsigned team = 0;
