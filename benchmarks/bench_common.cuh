@@ -872,19 +872,32 @@ inline void fill_pattern(void* p, std::size_t bytes, std::uint32_t seed, cudaStr
   BENCH_CUDA(cudaStreamSynchronize(s));
 }
 
-// Number of 4-byte words of the first `bytes` of `p` that differ from the pattern of `seed` (checked on the GPU).
-inline unsigned long long count_mismatches(const void* p, std::size_t bytes, std::uint32_t seed, cudaStream_t s) {
-  static unsigned long long* bad = nullptr; // one per process, never freed (lives as long as the context)
+// The count of a check on the GPU: `launch(bad)` enqueues on `s` a kernel that adds its wrong words to *bad (device
+// memory, zeroed first); returns the sum once the kernel is done.
+template <class Launch>
+unsigned long long count_on_device(cudaStream_t s, Launch&& launch) {
+  static unsigned long long* bad = nullptr; // one per call site, never freed (lives as long as the process)
   if (!bad) BENCH_CUDA(cudaMalloc(&bad, sizeof *bad));
   BENCH_CUDA(cudaMemsetAsync(bad, 0, sizeof *bad, s));
-  std::size_t nwords = bytes / 4;
-  unsigned blocks = unsigned(std::clamp<std::size_t>((nwords + 255) / 256, 1, 1024));
-  count_mismatch_kernel<<<blocks, 256, 0, s>>>(static_cast<const std::uint32_t*>(p), nwords, seed, bad);
+  launch(bad);
   BENCH_LAUNCH_CHECK();
   unsigned long long h = 0;
   BENCH_CUDA(cudaMemcpyAsync(&h, bad, sizeof h, cudaMemcpyDeviceToHost, s));
   BENCH_CUDA(cudaStreamSynchronize(s));
   return h;
+}
+
+// Blocks of 256 threads for a check of `nwords` words: one word a thread, at most 1024 blocks (they stride).
+inline unsigned check_blocks(std::size_t nwords) {
+  return unsigned(std::clamp<std::size_t>((nwords + 255) / 256, 1, 1024));
+}
+
+// Number of 4-byte words of the first `bytes` of `p` that differ from the pattern of `seed` (checked on the GPU).
+inline unsigned long long count_mismatches(const void* p, std::size_t bytes, std::uint32_t seed, cudaStream_t s) {
+  const std::size_t nwords = bytes / 4;
+  return count_on_device(s, [&](unsigned long long* bad) {
+    count_mismatch_kernel<<<check_blocks(nwords), 256, 0, s>>>(static_cast<const std::uint32_t*>(p), nwords, seed, bad);
+  });
 }
 
 enum class direction { put, get };
@@ -1204,7 +1217,8 @@ strided_mismatch_kernel(const std::uint32_t* grid, strided_cells s, std::uint32_
 }
 
 // A strided point (one_sided's protocol): the partner of the issuer owns the target grid `local_grid` (this PE's dst),
-// clears the rows the cells span, and checks them afterwards against the issuer's pattern (seed partner() + 1).
+// clears the rows the cells span and the row after them, and checks them afterwards against the issuer's pattern
+// (seed partner() + 1).
 template <class Launch>
 std::optional<measurement>
 strided_one_sided(context& c, void* local_grid, const strided_cells& s, double target_ms, Launch&& launch) {
@@ -1212,22 +1226,17 @@ strided_one_sided(context& c, void* local_grid, const strided_cells& s, double t
   return one_sided_checked(
       c, owns_target(c, direction::put), [&] { BENCH_CUDA(cudaMemsetAsync(local_grid, 0, span, c.stream)); },
       [&] {
-        static unsigned long long* bad = nullptr; // one per process, never freed (lives as long as the context)
-        if (!bad) BENCH_CUDA(cudaMalloc(&bad, sizeof *bad));
-        BENCH_CUDA(cudaMemsetAsync(bad, 0, sizeof *bad, c.stream));
-        strided_mismatch_kernel<<<1024, 256, 0, c.stream>>>(
-            static_cast<const std::uint32_t*>(local_grid), s, std::uint32_t(c.partner() + 1), bad);
-        BENCH_LAUNCH_CHECK();
-        unsigned long long h = 0;
-        BENCH_CUDA(cudaMemcpyAsync(&h, bad, sizeof h, cudaMemcpyDeviceToHost, c.stream));
-        BENCH_CUDA(cudaStreamSynchronize(c.stream));
-        return h;
+        return count_on_device(c.stream, [&](unsigned long long* bad) {
+          strided_mismatch_kernel<<<check_blocks(s.span_words()), 256, 0, c.stream>>>(
+              static_cast<const std::uint32_t*>(local_grid), s, std::uint32_t(c.partner() + 1), bad);
+        });
       },
       s.span_words(), target_ms, launch);
 }
 
-// Every strided point of an implementation (2 PEs): for each kind, scope and size, `offer(kind, scope, cells, best)`
-// offers the implementation's launches to `best` (a best_of), measured with strided_one_sided; the best is the row.
+// Every strided point of an implementation (2 PEs): for each kind, scope and size, `offer(kind, scope, cells, add)`
+// calls `add(launch, row_info)` once per launch shape or variant it has for the point (none: no row), each measured
+// with strided_one_sided; the best of them is the row.
 // `local_src` and `local_grid`: this PE's src and dst grids, `capacity` bytes each.
 template <class Offer>
 void strided_points(context& c, void* local_src, void* local_grid, std::size_t capacity, Offer&& offer) {
@@ -1378,8 +1387,6 @@ void collective_sweep(context& c, coll_kind kind, const char* scope, void* src, 
   BENCH_LAUNCH_CHECK();
   BENCH_CUDA(cudaStreamSynchronize(c.stream));
   c.link.barrier();
-  static unsigned long long* bad = nullptr; // one per process, never freed (lives as long as the context)
-  if (!bad) BENCH_CUDA(cudaMalloc(&bad, sizeof *bad));
   for (std::size_t bytes : sweep(std::max<std::size_t>(c.opt.min_bytes, 1 * KiB),
                                  block ? c.opt.coll_block_max_bytes : c.opt.coll_max_bytes, c.opt.sweep_factor)) {
     std::optional<coll_shape> shape = make_coll_shape(kind, bytes, c.npes());
@@ -1395,14 +1402,11 @@ void collective_sweep(context& c, coll_kind kind, const char* scope, void* src, 
       measurement m = measure(v.launch, c.stream, c.opt, c.opt.target_ms, &c.link);
       if (v.after) v.after();
       // Once this PE's last call has completed, its dst must hold the result: checked before any further barrier.
-      BENCH_CUDA(cudaMemsetAsync(bad, 0, sizeof *bad, c.stream));
-      std::size_t nwords = shape->dst_bytes / 4;
-      unsigned blocks = unsigned(std::clamp<std::size_t>((nwords + 255) / 256, 1, 1024));
-      coll_verify_kernel<<<blocks, 256, 0, c.stream>>>(static_cast<const std::uint32_t*>(dst), *shape, c.pe, bad);
-      BENCH_LAUNCH_CHECK();
-      unsigned long long mine = 0;
-      BENCH_CUDA(cudaMemcpyAsync(&mine, bad, sizeof mine, cudaMemcpyDeviceToHost, c.stream));
-      BENCH_CUDA(cudaStreamSynchronize(c.stream));
+      const std::size_t nwords = shape->dst_bytes / 4;
+      const unsigned long long mine = count_on_device(c.stream, [&](unsigned long long* bad) {
+        coll_verify_kernel<<<check_blocks(nwords), 256, 0, c.stream>>>(
+            static_cast<const std::uint32_t*>(dst), *shape, c.pe, bad);
+      });
       if (!verify_all(c, mine, nwords)) continue;
       best.offer(m, v.info);
     }

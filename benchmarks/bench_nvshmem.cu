@@ -359,37 +359,22 @@ void strided(context& c, const buffers& b, std::size_t region) {
       kernel_fn kernel;
       const char* note;
     };
+    // Short names for the kernel's template arguments, so that each variant fits a line with its note.
+    constexpr auto column = strided_kind::column, tile = strided_kind::tile;
+    constexpr auto per_warp = tile_rows::per_warp, per_block = tile_rows::per_block;
     std::vector<variant> variants;
-    if (k == strided_kind::column) {
-      variants.push_back(
-          block ? variant{nv_strided_put<strided_kind::column, scope_block, tile_rows::per_warp, false>,
-                          "nvshmemx_float_"
-                          "iput_block"}
-                : variant{nv_strided_put<strided_kind::column, scope_warp, tile_rows::per_warp, false>,
-                          "nvshmemx_float_"
-                          "iput_warp"});
-    } else if (block) {
-      variants = {
-          {nv_strided_put<strided_kind::tile, scope_block, tile_rows::per_warp, false>,
-           "nvshmemx_float_put_"
-           "warp per row"},
-          {nv_strided_put<strided_kind::tile, scope_block, tile_rows::per_warp, true>,
-           "nvshmemx_float_put_nbi_"
-           "warp per row"},
-          {nv_strided_put<strided_kind::tile, scope_block, tile_rows::per_block, false>,
-           "nvshmemx_float_put_"
-           "block per row"},
-          {nv_strided_put<strided_kind::tile, scope_block, tile_rows::per_block, true>,
-           "nvshmemx_float_put_"
-           "nbi_block per row"}};
-    } else {
-      variants = {{nv_strided_put<strided_kind::tile, scope_warp, tile_rows::per_warp, false>,
-                   "nvshmemx_float_put_"
-                   "warp per row"},
-                  {nv_strided_put<strided_kind::tile, scope_warp, tile_rows::per_warp, true>,
-                   "nvshmemx_float_put_nbi_"
-                   "warp per row"}};
-    }
+    if (k == column && block)
+      variants = {{nv_strided_put<column, scope_block, per_warp, false>, "nvshmemx_float_iput_block"}};
+    else if (k == column)
+      variants = {{nv_strided_put<column, scope_warp, per_warp, false>, "nvshmemx_float_iput_warp"}};
+    else if (block)
+      variants = {{nv_strided_put<tile, scope_block, per_warp, false>, "nvshmemx_float_put_warp per row"},
+                  {nv_strided_put<tile, scope_block, per_warp, true>, "nvshmemx_float_put_nbi_warp per row"},
+                  {nv_strided_put<tile, scope_block, per_block, false>, "nvshmemx_float_put_block per row"},
+                  {nv_strided_put<tile, scope_block, per_block, true>, "nvshmemx_float_put_nbi_block per row"}};
+    else
+      variants = {{nv_strided_put<tile, scope_warp, per_warp, false>, "nvshmemx_float_put_warp per row"},
+                  {nv_strided_put<tile, scope_warp, per_warp, true>, "nvshmemx_float_put_nbi_warp per row"}};
     for (const variant& v : variants) {
       if (!block) {
         add([&](long long n) { v.kernel<<<1, 32, 0, c.stream>>>(dst, src, s, peer, n); }, {1, 32, v.note});
