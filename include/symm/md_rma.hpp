@@ -331,16 +331,14 @@ SYMM_DEVICE SYMM_FORCEINLINE void group_copy_md_rows(const Group& group, const m
   const std::size_t vectors = plan.row_bytes / 16, done = vectors * 16;
   const auto from = [&](std::size_t offset) { return reinterpret_cast<const int4*>(src + offset); };
   const auto to = [&](std::size_t offset) { return reinterpret_cast<int4*>(dst + offset); };
+  const auto at_row = [&](std::size_t r) { return linear_offsets<Extents::rank() - 1>(shape, dm, sm, r); };
   const std::size_t step = teams;
   std::size_t row = team;
   if (done == plan.row_bytes && vectors <= plan.team) { // a vector of a row per lane at most: no loop over a row
     if (lane >= vectors) return;
 #  pragma unroll 1
     for (; row + 3 * step < plan.rows; row += 4 * step) {
-      const md_offsets a = linear_offsets<Extents::rank() - 1>(shape, dm, sm, row);
-      const md_offsets b = linear_offsets<Extents::rank() - 1>(shape, dm, sm, row + step);
-      const md_offsets c = linear_offsets<Extents::rank() - 1>(shape, dm, sm, row + 2 * step);
-      const md_offsets d = linear_offsets<Extents::rank() - 1>(shape, dm, sm, row + 3 * step);
+      const md_offsets a = at_row(row), b = at_row(row + step), c = at_row(row + 2 * step), d = at_row(row + 3 * step);
       const int4 va = from(a.src)[lane], vb = from(b.src)[lane], vc = from(c.src)[lane], vd = from(d.src)[lane];
       to(a.dst)[lane] = va;
       to(b.dst)[lane] = vb;
@@ -349,7 +347,7 @@ SYMM_DEVICE SYMM_FORCEINLINE void group_copy_md_rows(const Group& group, const m
     }
 #  pragma unroll 1
     for (; row < plan.rows; row += step) {
-      const md_offsets at = linear_offsets<Extents::rank() - 1>(shape, dm, sm, row);
+      const md_offsets at = at_row(row);
       to(at.dst)[lane] = from(at.src)[lane];
     }
     return;
@@ -357,10 +355,7 @@ SYMM_DEVICE SYMM_FORCEINLINE void group_copy_md_rows(const Group& group, const m
   if (done == plan.row_bytes) { // rows wider than a team: a lane's vectors of four rows, then the last rows
 #  pragma unroll 1
     for (; row + 3 * step < plan.rows; row += 4 * step) {
-      const md_offsets a = linear_offsets<Extents::rank() - 1>(shape, dm, sm, row);
-      const md_offsets b = linear_offsets<Extents::rank() - 1>(shape, dm, sm, row + step);
-      const md_offsets c = linear_offsets<Extents::rank() - 1>(shape, dm, sm, row + 2 * step);
-      const md_offsets d = linear_offsets<Extents::rank() - 1>(shape, dm, sm, row + 3 * step);
+      const md_offsets a = at_row(row), b = at_row(row + step), c = at_row(row + 2 * step), d = at_row(row + 3 * step);
 #  pragma unroll 1
       for (std::size_t v = lane; v < vectors; v += plan.team) {
         const int4 va = from(a.src)[v], vb = from(b.src)[v], vc = from(c.src)[v], vd = from(d.src)[v];
@@ -372,7 +367,7 @@ SYMM_DEVICE SYMM_FORCEINLINE void group_copy_md_rows(const Group& group, const m
     }
 #  pragma unroll 1
     for (; row < plan.rows; row += step) {
-      const md_offsets at = linear_offsets<Extents::rank() - 1>(shape, dm, sm, row);
+      const md_offsets at = at_row(row);
       copy_vectors(lane, plan.team, to(at.dst), from(at.src), vectors);
     }
     return;
@@ -384,7 +379,7 @@ SYMM_DEVICE SYMM_FORCEINLINE void group_copy_md_rows(const Group& group, const m
                          std::conditional_t<sizeof(T) % 4 == 0, std::uint32_t,
                                             std::conditional_t<sizeof(T) % 2 == 0, std::uint16_t, std::uint8_t>>>;
   for (; row < plan.rows; row += teams) {
-    const md_offsets at = linear_offsets<Extents::rank() - 1>(shape, dm, sm, row);
+    const md_offsets at = at_row(row);
     auto* d = reinterpret_cast<unsigned char*>(dst + at.dst);
     const auto* s = reinterpret_cast<const unsigned char*>(src + at.src);
     copy_vectors(lane, plan.team, reinterpret_cast<int4*>(d), reinterpret_cast<const int4*>(s), vectors);
